@@ -1,0 +1,48 @@
+# Finds third-party dependencies in the one order that works:
+#  1. Protobuf and gRPC (Debian) BEFORE torch: torch's config otherwise defines an empty
+#     protobuf::libprotobuf and every protobuf symbol is undefined at link time.
+#  2. CUDA (optional, MYOPS_WITH_CUDA), with TORCH_CUDA_ARCH_LIST preset so torch never
+#     probes for a GPU (there is none on build machines; nvcc 13 rejects its fallback).
+#  3. Torch, from the Python wheel: pass -DCMAKE_PREFIX_PATH=$(python -c 'import torch.utils;
+#     print(torch.utils.cmake_prefix_path)'). Link it PRIVATE only (its include dirs carry an
+#     old protobuf copy that breaks Debian-generated .pb.h files).
+if(MYOPS_BUILD_SERVER)
+  find_package(Protobuf REQUIRED)
+  find_package(gRPC CONFIG REQUIRED)
+  find_package(absl CONFIG REQUIRED)
+endif()
+
+set(MYOPS_CUDA OFF)
+if(NOT MYOPS_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(MYOPS_CUDA ON)
+  elseif(MYOPS_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "MYOPS_WITH_CUDA=ON but no nvcc was found (set CMAKE_CUDA_COMPILER)")
+  endif()
+endif()
+if(MYOPS_CUDA)
+  # 9.0 = H100/H200; 8.0 = A100. Overridable; torch reads it from the environment/cache.
+  if(NOT DEFINED TORCH_CUDA_ARCH_LIST)
+    if(DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+      set(TORCH_CUDA_ARCH_LIST "$ENV{TORCH_CUDA_ARCH_LIST}")
+    else()
+      set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+    endif()
+  endif()
+  set(TORCH_CUDA_ARCH_LIST "${TORCH_CUDA_ARCH_LIST}" CACHE STRING "CUDA archs for torch" FORCE)
+  set(ENV{TORCH_CUDA_ARCH_LIST} "${TORCH_CUDA_ARCH_LIST}")
+  set(CMAKE_CUDA_STANDARD 17)
+  set(CMAKE_CUDA_ARCHITECTURES OFF)  # torch adds -gencode flags from TORCH_CUDA_ARCH_LIST
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+endif()
+
+find_package(Torch REQUIRED)
+# torch's config appends its flags to CMAKE_CXX_FLAGS globally (ABI define); keep them,
+# but never propagate its include dirs: link torch PRIVATE everywhere.
+message(STATUS "myops: torch ${Torch_VERSION}, CUDA kernels: ${MYOPS_CUDA}")

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Installs everything myops needs on a fresh Debian 12 machine, idempotently:
+# Debian packages (compilers, gRPC/Protobuf, GoogleTest, CLI11, Ninja, ccache) and a
+# pinned PyTorch in a virtualenv OUTSIDE the repository, reused when present.
+#
+#   MYOPS_VENV      virtualenv path   (default: ~/.cache/myops/venv-torch<version>)
+#   MYOPS_TORCH     torch version pin (default: 2.11.0, built with CUDA 13.0 = our nvcc)
+#
+# Prints the venv path as the last line of stdout so callers can `source` it.
+set -euo pipefail
+
+TORCH_VERSION="${MYOPS_TORCH:-2.11.0}"
+VENV="${MYOPS_VENV:-$HOME/.cache/myops/venv-torch${TORCH_VERSION}}"
+STAMP_DIR="$HOME/.cache/myops"
+mkdir -p "$STAMP_DIR"
+
+log() { echo "[bootstrap] $*" >&2; }
+
+# --- Debian packages -------------------------------------------------------------
+DEB_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git python3-venv
+  libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
+  libgtest-dev libgmock-dev libcli11-dev libgoogle-perftools-dev libabsl-dev
+  clang-format
+)
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+else
+  log "Debian packages: all present"
+fi
+
+# --- Python virtualenv with pinned torch --------------------------------------------
+PY_REQS=("torch==${TORCH_VERSION}" numpy pytest expecttest hypothesis)
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating virtualenv $VENV"
+  python3 -m venv "$VENV"
+fi
+stamp="$VENV/.myops-reqs"
+want="${PY_REQS[*]}"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  log "installing Python packages: $want"
+  "$VENV/bin/pip" install -q --upgrade pip >&2
+  "$VENV/bin/pip" install -q "${PY_REQS[@]}" >&2
+  echo "$want" >"$stamp"
+else
+  log "Python packages: all present in $VENV"
+fi
+
+# --- Verify and report ------------------------------------------------------------
+"$VENV/bin/python" - >&2 <<'PY'
+import torch, sys
+assert torch.compiled_with_cxx11_abi(), "torch must use the C++11 ABI (as Debian's gRPC does)"
+print(f"[bootstrap] torch {torch.__version__} (CUDA {torch.version.cuda}), cxx11 ABI: yes")
+PY
+nvcc_v="absent"
+NVCC="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
+[ -x "$NVCC" ] && nvcc_v=$("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+log "nvcc ${nvcc_v}; gRPC $(dpkg-query -W -f='${Version}' libgrpc++-dev); protobuf $(protoc --version | awk '{print $2}')"
+echo "$VENV"
