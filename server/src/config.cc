@@ -1,0 +1,93 @@
+// Command-line and environment parsing for myops-server, with CLI11.
+#include "config.h"
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+#include "myops/version.h"
+
+namespace myops::server {
+
+ParseResult ParseCommandLine(int argc, char** argv) {
+  ParseResult r;
+  Config& c = r.config;
+  ServerOptions& s = c.server;
+  CLI::App app{"myops-server: custom PyTorch operators over gRPC (myops.v1.Myops)"};
+  app.set_version_flag("--version", std::string(MYOPS_VERSION_STRING));
+  app.get_formatter()->column_width(38);
+
+  auto env = [](CLI::Option* o, const char* name) {
+    return o->envname(name)->capture_default_str();
+  };
+  env(app.add_option("--address", s.address, "Listen address HOST:PORT (port 0: any free port)"),
+      "MYOPS_ADDRESS");
+  env(app.add_option("--devices", s.executor.devices,
+                     "auto | cpu | cuda | cuda:N, comma-separated (auto: all GPUs then cpu)"),
+      "MYOPS_DEVICES");
+  env(app.add_option("--cpu-workers", s.executor.cpu_workers,
+                     "CPU worker threads (0: one per hardware thread)")
+          ->check(CLI::NonNegativeNumber),
+      "MYOPS_CPU_WORKERS");
+  env(app.add_option("--cuda-workers", s.executor.cuda_workers,
+                     "Worker threads per GPU, each with its own CUDA stream")
+          ->check(CLI::PositiveNumber),
+      "MYOPS_CUDA_WORKERS");
+  env(app.add_option("--intra-op-threads", s.executor.intra_op_threads,
+                     "PyTorch intra-op threads (0: PyTorch's default)")
+          ->check(CLI::NonNegativeNumber),
+      "MYOPS_INTRA_OP_THREADS");
+  env(app.add_option("--inline-max-bytes", s.executor.inline_max_bytes,
+                     "CPU requests up to this many bytes run on the gRPC thread (0: never)")
+          ->check(CLI::NonNegativeNumber),
+      "MYOPS_INLINE_MAX_BYTES");
+  env(app.add_option("--max-message-bytes", s.limits.max_message_bytes,
+                     "Largest request/response message, bytes (<= 2 GiB)")
+          ->check(CLI::Range(int64_t{1024}, int64_t{2147483647})),
+      "MYOPS_MAX_MESSAGE_BYTES");
+  env(app.add_option("--max-elements", s.limits.tensor.max_elements, "Largest tensor, elements")
+          ->check(CLI::PositiveNumber),
+      "MYOPS_MAX_ELEMENTS");
+  env(app.add_option("--max-inflight", s.limits.max_inflight,
+                     "Requests processed at once; more get RESOURCE_EXHAUSTED")
+          ->check(CLI::PositiveNumber),
+      "MYOPS_MAX_INFLIGHT");
+  double drain_s = 1;
+  env(app.add_option("--drain-delay", drain_s,
+                     "Seconds after SIGTERM/SIGINT during which health is NOT_SERVING but "
+                     "requests are still accepted (lets requests on the wire arrive)")
+          ->check(CLI::NonNegativeNumber),
+      "MYOPS_DRAIN_DELAY");
+  double grace_s = 30;
+  env(app.add_option("--grace-period", grace_s,
+                     "Seconds in-flight requests may take to finish after the drain delay")
+          ->check(CLI::NonNegativeNumber),
+      "MYOPS_GRACE_PERIOD");
+  env(app.add_option("--log-level", c.log_level, "error | warn | info | debug")
+          ->check(CLI::IsMember({"error", "warn", "info", "debug"})),
+      "MYOPS_LOG_LEVEL");
+  env(app.add_option("--tls-cert", s.tls.cert_file, "PEM certificate chain (enables TLS)"),
+      "MYOPS_TLS_CERT");
+  env(app.add_option("--tls-key", s.tls.key_file, "PEM private key for --tls-cert"),
+      "MYOPS_TLS_KEY");
+  env(app.add_option("--tls-client-ca", s.tls.client_ca_file,
+                     "PEM CA that client certificates must chain to (mutual TLS)"),
+      "MYOPS_TLS_CLIENT_CA");
+  env(app.add_option("--reflection", s.reflection, "Serve gRPC server reflection"),
+      "MYOPS_REFLECTION");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    r.exit_code = app.exit(e, out, err);
+    r.message = out.str() + err.str();
+    return r;
+  }
+  // The tensor byte limit follows the message limit (a tensor must fit in a message).
+  s.limits.tensor.max_bytes = s.limits.max_message_bytes;
+  c.drain_delay = std::chrono::milliseconds(static_cast<int64_t>(drain_s * 1000));
+  c.grace_period = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+  return r;
+}
+
+}  // namespace myops::server

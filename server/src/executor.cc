@@ -1,0 +1,189 @@
+// Executor implementation: per-device queues and workers (see executor.h).
+#include "executor.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/version.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "exception_status.h"
+#include "myops/ops.h"
+#include "runner.h"
+
+namespace myops::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Nanos(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+struct Task {
+  Job job;
+  JobDone done;
+  Clock::time_point enqueued;
+};
+
+// The queue and workers of one device. Guarded by mu: tasks, closed.
+struct DeviceQueue {
+  Device device;
+  std::string name;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Task> tasks;
+  bool closed = false;
+  std::vector<std::thread> workers;
+};
+
+class ExecutorImpl final : public Executor {
+ public:
+  ExecutorImpl(const ExecutorOptions& options, std::vector<Device> devices, RuntimeInfo info)
+      : options_(options),
+        devices_(std::move(devices)),
+        info_(std::move(info)),
+        cpu_runner_(MakeCpuRunner()) {}
+
+  ~ExecutorImpl() override { Shutdown(); }
+
+  void Start() {
+    int total = 0;
+    for (const Device& d : devices_.devices()) {
+      auto q = std::make_unique<DeviceQueue>();
+      q->device = d;
+      q->name = d.Name();
+      const int n = d.kind == DeviceKind::kCpu ? options_.cpu_workers : options_.cuda_workers;
+      for (int i = 0; i < n; ++i) q->workers.emplace_back([this, q = q.get()] { WorkerLoop(q); });
+      total += n;
+      queues_.push_back(std::move(q));
+    }
+    info_.workers = total;
+  }
+
+  const DeviceSet& devices() const override { return devices_; }
+  const RuntimeInfo& info() const override { return info_; }
+
+  void Submit(Job job, JobDone done) override {
+    DeviceQueue& q = *queues_.at(static_cast<size_t>(job.device_slot));
+    Task task{std::move(job), std::move(done), Clock::now()};
+    if (q.device.kind == DeviceKind::kCpu && task.job.input.bytes <= options_.inline_max_bytes) {
+      RunTask(task, *cpu_runner_, q.name);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(q.mu);
+      if (!q.closed) {
+        q.tasks.push_back(std::move(task));
+        q.cv.notify_one();
+        return;
+      }
+    }
+    task.done(absl::UnavailableError("the server is shutting down"), JobTiming{0, 0, q.name});
+  }
+
+  void Shutdown() override {
+    for (auto& q : queues_) {
+      std::lock_guard<std::mutex> lock(q->mu);
+      q->closed = true;
+      q->cv.notify_all();
+    }
+    for (auto& q : queues_) {
+      for (auto& w : q->workers)
+        if (w.joinable()) w.join();
+    }
+  }
+
+ private:
+  void WorkerLoop(DeviceQueue* q) {
+    at::init_num_threads();  // this thread's intra-op thread count
+    std::unique_ptr<DeviceRunner> own_runner;
+    if (q->device.kind == DeviceKind::kCuda) own_runner = MakeCudaRunner(q->device.index);
+    DeviceRunner& runner = own_runner ? *own_runner : *cpu_runner_;
+    for (;;) {
+      std::unique_lock<std::mutex> lock(q->mu);
+      q->cv.wait(lock, [q] { return q->closed || !q->tasks.empty(); });
+      if (q->tasks.empty()) return;  // closed and drained
+      Task task = std::move(q->tasks.front());
+      q->tasks.pop_front();
+      lock.unlock();
+      RunTask(task, runner, q->name);
+    }
+  }
+
+  // The one place where exceptions from operator code are caught.
+  static void RunTask(Task& task, DeviceRunner& runner, const std::string& device) {
+    JobTiming timing{Nanos(Clock::now() - task.enqueued), 0, device};
+    absl::Status status;
+    if (task.job.is_cancelled && task.job.is_cancelled()) {
+      status = absl::CancelledError("the request was cancelled before it ran");
+    } else if (Clock::now() >= task.job.deadline) {
+      status = absl::DeadlineExceededError(absl::StrCat(
+          "the deadline passed before the request ran (queued ", timing.queue_ns / 1000, " us)"));
+    } else {
+      try {
+        c10::InferenceMode inference_mode;
+        runner.Run(task.job, &timing.compute_ns);
+      } catch (...) {
+        status = StatusFromException(std::current_exception());
+      }
+    }
+    task.done(std::move(status), timing);
+  }
+
+  ExecutorOptions options_;
+  DeviceSet devices_;
+  RuntimeInfo info_;
+  std::unique_ptr<DeviceRunner> cpu_runner_;
+  std::vector<std::unique_ptr<DeviceQueue>> queues_;  // one per device slot; fixed after Start
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& given) {
+  try {
+    myops::check_registered();
+  } catch (...) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the myops operators are not registered: ",
+                     StatusFromException(std::current_exception()).message()));
+  }
+  ExecutorOptions options = given;
+  if (options.cpu_workers <= 0) {
+    options.cpu_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (options.cuda_workers <= 0) options.cuda_workers = 1;
+  if (options.intra_op_threads > 0) at::set_num_threads(options.intra_op_threads);
+
+  const int gpus = at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0;
+  std::string spec = options.devices;
+  if (spec == "auto") spec = gpus > 0 ? "cuda,cpu" : "cpu";
+  auto devices = ParseDeviceList(spec, gpus);
+  if (!devices.ok()) return devices.status();
+
+  RuntimeInfo info;
+  info.torch_version = TORCH_VERSION;
+  info.cuda_version = CudaBuildVersion();
+  for (const Device& d : *devices) {
+    if (d.kind == DeviceKind::kCpu) {
+      info.devices.push_back({"cpu",
+                              absl::StrCat("CPU (", at::get_cpu_capability(), ", ",
+                                           at::get_num_threads(), " intra-op threads)"),
+                              0});
+    } else {
+      info.devices.push_back(CudaDeviceInfo(d.index));
+    }
+  }
+  info.operator_schemas = myops::registered_schemas();
+  auto executor = std::make_unique<ExecutorImpl>(options, std::move(*devices), std::move(info));
+  executor->Start();
+  return executor;
+}
+
+}  // namespace myops::server

@@ -1,0 +1,112 @@
+// Server assembly (see server.h).
+#include "server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "myops/version.h"
+
+namespace myops::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", what, " file \"", path, "\""));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsOptions& tls) {
+  if (tls.cert_file.empty() && tls.key_file.empty()) return grpc::InsecureServerCredentials();
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return absl::InvalidArgumentError("TLS needs both --tls-cert and --tls-key");
+  }
+  auto cert = ReadFile(tls.cert_file, "--tls-cert");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(tls.key_file, "--tls-key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!tls.client_ca_file.empty()) {
+    auto ca = ReadFile(tls.client_ca_file, "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto executor = Executor::Create(options.executor);
+  if (!executor.ok()) return executor.status();
+  return Start(options, std::move(*executor));
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                                      std::unique_ptr<Executor> executor) {
+  auto credentials = Credentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<Server> s(new Server());
+  s->options_ = options;
+  s->executor_ = std::move(executor);
+  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, *credentials, &s->port_);
+  const int max_bytes = static_cast<int>(
+      std::min<int64_t>(options.limits.max_message_bytes, std::numeric_limits<int>::max()));
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  builder.RegisterService(s->service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (!s->server_ || s->port_ == 0) {
+    s->executor_->Shutdown();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
+  }
+  auto* health = s->server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus("myops.v1.Myops", true);
+  return s;
+}
+
+Server::~Server() { Shutdown(std::chrono::milliseconds(0)); }
+
+std::string Server::Describe() const {
+  const RuntimeInfo& info = executor_->info();
+  const auto& limits = options_.limits;
+  std::string host = options_.address.substr(0, options_.address.rfind(':'));
+  return absl::StrCat(
+      "myops-server ", MYOPS_VERSION_STRING, " listening on ", host, ":", port_,
+      options_.tls.cert_file.empty() ? "" : " (TLS)", " | devices: ", executor_->devices().Names(),
+      " | torch ", info.torch_version,
+      info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
+      " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
+      " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight);
+}
+
+void Server::BeginDrain() {
+  if (server_) server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING for every service
+}
+
+void Server::Shutdown(std::chrono::milliseconds grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (server_) {
+    BeginDrain();
+    server_->Shutdown(std::chrono::system_clock::now() + grace);
+  }
+  if (executor_) executor_->Shutdown();
+}
+
+}  // namespace myops::server

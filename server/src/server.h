@@ -1,0 +1,70 @@
+// Assembles and runs a myops gRPC server: the Myops service, the standard health service
+// and server reflection, message limits and optional TLS. Used by main.cc and by
+// in-process tests.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "executor.h"
+#include "service.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace myops::server {
+
+struct TlsOptions {
+  std::string cert_file;       // PEM server certificate chain; empty: plaintext
+  std::string key_file;        // PEM private key
+  std::string client_ca_file;  // PEM CA; when set, clients must present a certificate it signed
+};
+
+struct ServerOptions {
+  std::string address = "0.0.0.0:50051";  // port 0 picks a free port (see Server::port)
+  ServiceLimits limits;
+  ExecutorOptions executor;
+  TlsOptions tls;
+  bool reflection = true;
+};
+
+// Owns the executor, the service and the grpc::Server. port() and Describe() are
+// thread-safe; Shutdown is called by one thread (the owner), possibly more than once.
+class Server {
+ public:
+  // Starts listening; the health status of "" and "myops.v1.Myops" is SERVING.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  // As above, with a given executor instead of one built from options.executor.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                       std::unique_ptr<Executor> executor);
+  ~Server();
+
+  int port() const { return port_; }
+  // One line: address, devices, versions, limits, workers.
+  std::string Describe() const;
+
+  // First step of a graceful stop: health turns NOT_SERVING (load balancers and probes
+  // stop sending) while RPCs are still served. Requests already on the wire need this
+  // window: gRPC cancels a call whose request message is still arriving at Shutdown.
+  void BeginDrain();
+
+  // Graceful stop: health NOT_SERVING, new RPCs are refused, RPCs in flight may complete
+  // until `grace` has passed (then they are cancelled), and the executor is drained.
+  // Idempotent.
+  void Shutdown(std::chrono::milliseconds grace);
+
+ private:
+  Server() = default;
+
+  ServerOptions options_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<MyopsService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace myops::server

@@ -1,0 +1,230 @@
+// The myops.v1.Myops service (see service.h).
+#include "service.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "myops/version.h"
+
+namespace myops::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using myops::v1::ScaleShiftRequest;
+using myops::v1::ScaleShiftResponse;
+using myops::v1::ScaleShiftStreamResponse;
+
+int64_t Nanos(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+// gRPC deadlines are wall-clock; the executor works on the monotonic clock.
+Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
+  const auto now = std::chrono::system_clock::now();
+  if (deadline - now > std::chrono::hours(24 * 365)) return Clock::time_point::max();
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
+}
+
+// Requests a single stream may have between being read and their response being
+// written; beyond it the stream stops reading (flow control pushes back on the client).
+constexpr int kMaxOutstandingPerStream = 32;
+
+// One bidirectional stream: reads requests as they come (pipelining), processes each,
+// and writes responses in completion order, one write at a time. Deletes itself in OnDone.
+// Guarded by mu_: everything below it.
+class StreamReactor final
+    : public grpc::ServerBidiReactor<ScaleShiftRequest, ScaleShiftStreamResponse> {
+ public:
+  StreamReactor(MyopsService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReadNextLocked();
+  }
+
+  void OnReadDone(bool ok) override {
+    std::unique_ptr<Item> item;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      if (!ok) {
+        reads_done_ = true;
+        MaybeFinishLocked();
+        return;
+      }
+      item = std::move(pending_);
+      ++outstanding_;
+      if (outstanding_ < kMaxOutstandingPerStream) ReadNextLocked();
+    }
+    Item* raw = item.release();  // owned by the write queue once processed
+    service_->Process(
+        raw->request, context_->deadline(), [ctx = context_] { return ctx->IsCancelled(); },
+        raw->response.mutable_response(),
+        [this, raw](absl::Status status) {
+          raw->response.set_request_id(raw->request.request_id());
+          if (!status.ok()) {
+            raw->response.mutable_error()->set_code(static_cast<int>(status.code()));
+            raw->response.mutable_error()->set_message(std::string(status.message()));
+          }
+          std::lock_guard<std::mutex> lock(mu_);
+          writes_.emplace_back(raw);
+          if (!writing_) WriteNextLocked();
+        });
+  }
+
+  void OnWriteDone(bool /*ok*/) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    writes_.pop_front();
+    writing_ = false;
+    --outstanding_;
+    if (!writes_.empty()) {
+      WriteNextLocked();
+    } else if (!reads_done_ && !reading_ && outstanding_ < kMaxOutstandingPerStream) {
+      ReadNextLocked();
+    }
+    MaybeFinishLocked();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Item {
+    ScaleShiftRequest request;
+    ScaleShiftStreamResponse response;
+  };
+
+  void ReadNextLocked() {
+    pending_ = std::make_unique<Item>();
+    reading_ = true;
+    StartRead(&pending_->request);
+  }
+  void WriteNextLocked() {
+    writing_ = true;
+    StartWrite(&writes_.front()->response);
+  }
+  void MaybeFinishLocked() {
+    if (reads_done_ && outstanding_ == 0 && !writing_ && !finished_) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  MyopsService* const service_;
+  grpc::CallbackServerContext* const context_;
+  std::mutex mu_;
+  std::unique_ptr<Item> pending_;             // target of the read in progress
+  std::deque<std::unique_ptr<Item>> writes_;  // front: the write in progress
+  int outstanding_ = 0;                       // read and not yet written
+  bool reading_ = false, writing_ = false, reads_done_ = false, finished_ = false;
+};
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
+    : executor_(executor), limits_(limits), inflight_(limits.max_inflight) {}
+
+void MyopsService::Process(const ScaleShiftRequest& request,
+                           std::chrono::system_clock::time_point deadline,
+                           std::function<bool()> is_cancelled, ScaleShiftResponse* response,
+                           std::function<void(absl::Status)> done) {
+  const auto start = Clock::now();
+  response->set_request_id(request.request_id());
+  if (!inflight_.TryAcquire()) {
+    done(absl::ResourceExhaustedError(absl::StrCat(
+        "the server is at its limit of ", inflight_.limit(), " requests in flight; retry later")));
+    return;
+  }
+  auto fail = [this, &done](absl::Status status) {
+    inflight_.Release();
+    done(std::move(status));
+  };
+  if (!request.has_input()) {
+    return fail(absl::InvalidArgumentError("the request has no 'input' tensor"));
+  }
+  auto input = DecodeTensor(request.input(), "input", limits_.tensor);
+  if (!input.ok()) return fail(input.status());
+  auto wanted = ParseDeviceRequest(request.device());
+  if (!wanted.ok()) return fail(wanted.status());
+  auto slot = executor_->devices().Resolve(*wanted, round_robin_.fetch_add(1));
+  if (!slot.ok()) return fail(slot.status());
+  const auto decoded = Clock::now();
+
+  Job job;
+  job.output = PrepareOutput(*input, response->mutable_output());
+  const int64_t encode_ns = Nanos(Clock::now() - decoded);
+  job.input = std::move(*input);
+  job.alpha = request.alpha();
+  job.beta = request.beta();
+  job.device_slot = *slot;
+  job.deadline = ToSteady(deadline);
+  job.is_cancelled = std::move(is_cancelled);
+  const int64_t decode_ns = Nanos(decoded - start);
+  executor_->Submit(std::move(job),
+                    [this, response, start, decode_ns, encode_ns, done = std::move(done)](
+                        absl::Status status, const JobTiming& t) {
+                      if (status.ok()) {
+                        auto* timing = response->mutable_timing();
+                        timing->set_decode_ns(decode_ns);
+                        timing->set_queue_ns(t.queue_ns);
+                        timing->set_compute_ns(t.compute_ns);
+                        timing->set_encode_ns(encode_ns);
+                        timing->set_device(t.device);
+                        timing->set_total_ns(Nanos(Clock::now() - start));
+                      } else {
+                        response->clear_output();
+                      }
+                      inflight_.Release();
+                      done(std::move(status));
+                    });
+}
+
+grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
+                                                   const ScaleShiftRequest* request,
+                                                   ScaleShiftResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Process(
+      *request, context->deadline(), [context] { return context->IsCancelled(); }, response,
+      [reactor](absl::Status status) { reactor->Finish(ToGrpcStatus(status)); });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<ScaleShiftRequest, ScaleShiftStreamResponse>*
+MyopsService::ScaleShiftStream(grpc::CallbackServerContext* context) {
+  return new StreamReactor(this, context);
+}
+
+grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* context,
+                                                   const myops::v1::ServerInfoRequest*,
+                                                   myops::v1::ServerInfoResponse* response) {
+  const RuntimeInfo& info = executor_->info();
+  response->set_myops_version(MYOPS_VERSION_STRING);
+  response->set_torch_version(info.torch_version);
+  response->set_cuda_version(info.cuda_version);
+  for (const auto& d : info.devices) {
+    auto* device = response->add_devices();
+    device->set_name(d.name);
+    device->set_description(d.description);
+    device->set_total_memory_bytes(d.total_memory_bytes);
+  }
+  for (const auto& schema : info.operator_schemas) {
+    auto* op = response->add_operators();
+    op->set_name(schema.substr(0, schema.find('(')));
+    op->set_schema(schema);
+  }
+  auto* limits = response->mutable_limits();
+  limits->set_max_message_bytes(limits_.max_message_bytes);
+  limits->set_max_elements(limits_.tensor.max_elements);
+  limits->set_max_inflight(limits_.max_inflight);
+  response->set_workers(info.workers);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace myops::server

@@ -1,0 +1,73 @@
+// The myops.v1.Myops gRPC service (callback API). Handlers validate with the codec,
+// admit the request against the in-flight limit, and hand the work to the executor;
+// they never block and never touch a GPU. Responses are finished from the executor's
+// completion callback.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "codec.h"
+#include "executor.h"
+#include "myops/v1/myops.grpc.pb.h"
+
+namespace myops::server {
+
+struct ServiceLimits {
+  TensorLimits tensor;
+  int64_t max_message_bytes = int64_t{256} << 20;
+  int64_t max_inflight = 64;  // requests admitted at once (unary + stream items)
+};
+
+// Counts requests being processed; lock-free and thread-safe.
+class InflightLimiter {
+ public:
+  explicit InflightLimiter(int64_t limit) : limit_(limit) {}
+  bool TryAcquire() {
+    if (count_.fetch_add(1, std::memory_order_acq_rel) < limit_) return true;
+    count_.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  void Release() { count_.fetch_sub(1, std::memory_order_acq_rel); }
+  int64_t current() const { return count_.load(std::memory_order_relaxed); }
+  int64_t limit() const { return limit_; }
+
+ private:
+  const int64_t limit_;
+  std::atomic<int64_t> count_{0};
+};
+
+// Thread-safe; borrows `executor`, which must outlive the gRPC server using this service.
+class MyopsService final : public myops::v1::Myops::CallbackService {
+ public:
+  MyopsService(Executor* executor, const ServiceLimits& limits);
+
+  grpc::ServerUnaryReactor* ScaleShift(grpc::CallbackServerContext* context,
+                                       const myops::v1::ScaleShiftRequest* request,
+                                       myops::v1::ScaleShiftResponse* response) override;
+
+  grpc::ServerBidiReactor<myops::v1::ScaleShiftRequest, myops::v1::ScaleShiftStreamResponse>*
+  ScaleShiftStream(grpc::CallbackServerContext* context) override;
+
+  grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* context,
+                                       const myops::v1::ServerInfoRequest* request,
+                                       myops::v1::ServerInfoResponse* response) override;
+
+  // Validates `request` and submits it; calls `done` exactly once with the final status
+  // (after `response` is filled on success). Shared by the unary and streaming RPCs.
+  void Process(const myops::v1::ScaleShiftRequest& request,
+               std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
+               myops::v1::ScaleShiftResponse* response, std::function<void(absl::Status)> done);
+
+ private:
+  Executor* executor_;
+  ServiceLimits limits_;
+  InflightLimiter inflight_;
+  std::atomic<unsigned> round_robin_{0};
+};
+
+// The one conversion from absl::Status to grpc::Status.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+}  // namespace myops::server

@@ -1,0 +1,45 @@
+// Plain tensor descriptions shared by the protobuf-facing codec and the torch-facing
+// executor. Nothing here includes protobuf or torch: this is where the two meet.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+#include "absl/strings/string_view.h"
+
+namespace myops::server {
+
+// Element types on the wire and in the executor (values match myops.v1.DType).
+enum class DType : int { kFloat32 = 1, kFloat64 = 2, kFloat16 = 3, kBFloat16 = 4 };
+
+inline int64_t ItemSize(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat64:
+      return 8;
+    default:
+      return 2;
+  }
+}
+
+absl::string_view DTypeName(DType t);
+
+// A read-only view of a dense row-major tensor owned by someone else (on the server: the
+// request message). `bytes` == numel * ItemSize(dtype), checked by the codec.
+struct TensorView {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  int64_t bytes = 0;
+};
+
+// A writable view of the same kind (on the server: the response message's buffer).
+struct MutableTensorView {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+  int64_t bytes = 0;
+};
+
+}  // namespace myops::server

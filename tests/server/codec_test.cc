@@ -1,0 +1,190 @@
+// Codec and device validation: a table of malformed requests, each with the exact status
+// code and a fragment of the message the client will read.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codec.h"
+#include "device.h"
+
+namespace myops::server {
+namespace {
+
+using myops::v1::Tensor;
+
+Tensor MakeTensor(int dtype, std::vector<int64_t> shape, size_t bytes) {
+  Tensor t;
+  t.set_dtype(static_cast<myops::v1::DType>(dtype));
+  for (int64_t d : shape) t.add_shape(d);
+  t.mutable_data()->assign(bytes, '\0');
+  return t;
+}
+
+struct BadTensor {
+  const char* name;
+  Tensor tensor;
+  TensorLimits limits;
+  const char* fragment;
+};
+
+constexpr int64_t kBig = int64_t{1} << 40;
+
+std::vector<BadTensor> BadTensors() {
+  TensorLimits tight{/*max_elements=*/100, /*max_bytes=*/256, /*max_dims=*/4};
+  TensorLimits loose{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max(), 64};
+  return {
+      {"unspecified dtype",
+       MakeTensor(0, {2}, 8),
+       {},
+       "input.dtype is DTYPE_UNSPECIFIED; expected one of DTYPE_FLOAT32"},
+      {"unknown dtype", MakeTensor(99, {2}, 8), {}, "input.dtype has unknown value 99"},
+      {"negative dtype", MakeTensor(-1, {2}, 8), {}, "input.dtype has unknown value -1"},
+      {"negative dim",
+       MakeTensor(1, {2, -3}, 0),
+       {},
+       "input.shape[1] is -3; sizes must be >= 0 (shape [2, -3])"},
+      {"negative dim after a zero", MakeTensor(1, {0, -1}, 0), {}, "input.shape[1] is -1"},
+      {"too many dims", MakeTensor(1, {1, 1, 1, 1, 1}, 4), tight,
+       "input has 5 dimensions; at most 4"},
+      {"numel overflows int64", MakeTensor(1, {kBig, kBig}, 0), loose,
+       "has more elements than fit in int64"},
+      {"bytes overflow int64", MakeTensor(2, {int64_t{1} << 61}, 0), loose,
+       "needs 2305843009213693952 x 8 bytes"},
+      {"over element limit", MakeTensor(1, {11, 10}, 440), tight,
+       "input has 110 elements (shape [11, 10]); this server's limit is 100"},
+      {"over byte limit", MakeTensor(2, {40}, 320), tight,
+       "input needs 40 x 8 bytes (shape [40], float64); this server's limit is 256 bytes"},
+      {"short data",
+       MakeTensor(1, {2, 3}, 10),
+       {},
+       "input.data has 10 bytes but shape [2, 3] of float32 needs exactly 24 (6 x 4)"},
+      {"long data",
+       MakeTensor(1, {2, 3}, 25),
+       {},
+       "input.data has 25 bytes but shape [2, 3] of float32 needs exactly 24"},
+      {"0-d without data",
+       MakeTensor(2, {}, 0),
+       {},
+       "input.data has 0 bytes but shape [] of float64 needs exactly 8"},
+      {"empty with data",
+       MakeTensor(1, {0, 4}, 4),
+       {},
+       "input.data has 4 bytes but shape [0, 4] of float32 needs exactly 0"},
+      {"float16 odd bytes", MakeTensor(3, {3}, 5), {}, "shape [3] of float16 needs exactly 6"},
+      {"bfloat16 as float32 bytes",
+       MakeTensor(4, {4}, 16),
+       {},
+       "shape [4] of bfloat16 needs exactly 8"},
+      {"huge claim, little data",
+       MakeTensor(1, {1 << 20, 1 << 20}, 16),
+       {},
+       "input has 1099511627776 elements"},
+  };
+}
+
+TEST(CodecTest, RejectsMalformedTensorsWithPreciseMessages) {
+  for (const BadTensor& c : BadTensors()) {
+    SCOPED_TRACE(c.name);
+    auto got = DecodeTensor(c.tensor, "input", c.limits);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(got.status().message()).find(c.fragment), std::string::npos)
+        << "message: " << got.status().message();
+  }
+}
+
+struct BadDevice {
+  const char* text;
+  std::vector<Device> serves;
+  absl::StatusCode code;
+  const char* fragment;
+};
+
+TEST(CodecTest, RejectsBadOrUnavailableDevices) {
+  const std::vector<Device> cpu = {{DeviceKind::kCpu, 0}};
+  const std::vector<Device> gpus = {{DeviceKind::kCuda, 0}, {DeviceKind::kCuda, 1}};
+  const std::vector<BadDevice> cases = {
+      {"tpu", cpu, absl::StatusCode::kInvalidArgument,
+       "device \"tpu\" is not a valid device; expected \"\", \"cpu\", \"cuda\" or \"cuda:N\""},
+      {"CPU", cpu, absl::StatusCode::kInvalidArgument, "device \"CPU\" is not a valid device"},
+      {" cpu", cpu, absl::StatusCode::kInvalidArgument, "device \" cpu\" is not a valid device"},
+      {"cuda:", cpu, absl::StatusCode::kInvalidArgument, "device \"cuda:\" is not a valid device"},
+      {"cuda:-1", cpu, absl::StatusCode::kInvalidArgument, "device \"cuda:-1\""},
+      {"cuda:x", cpu, absl::StatusCode::kInvalidArgument, "device \"cuda:x\""},
+      {"cuda:0 ", cpu, absl::StatusCode::kInvalidArgument, "device \"cuda:0 \""},
+      {"cuda:99999999", cpu, absl::StatusCode::kInvalidArgument, "device \"cuda:99999999\""},
+      {"cuda", cpu, absl::StatusCode::kFailedPrecondition,
+       "device \"cuda\" is not available on this server; it serves: cpu"},
+      {"cuda:0", cpu, absl::StatusCode::kFailedPrecondition,
+       "device \"cuda:0\" is not available on this server; it serves: cpu"},
+      {"cuda:2", gpus, absl::StatusCode::kFailedPrecondition,
+       "device \"cuda:2\" is not available on this server; it serves: cuda:0, cuda:1"},
+      {"cpu", gpus, absl::StatusCode::kFailedPrecondition,
+       "device \"cpu\" is not available on this server; it serves: cuda:0, cuda:1"},
+  };
+  for (const BadDevice& c : cases) {
+    SCOPED_TRACE(c.text);
+    absl::Status status;
+    auto parsed = ParseDeviceRequest(c.text);
+    if (!parsed.ok()) {
+      status = parsed.status();
+    } else {
+      status = DeviceSet(c.serves).Resolve(*parsed).status();
+    }
+    EXPECT_EQ(status.code(), c.code);
+    EXPECT_NE(std::string(status.message()).find(c.fragment), std::string::npos)
+        << "message: " << status.message();
+  }
+}
+
+TEST(CodecTest, AcceptsValidTensorsAsZeroCopyViews) {
+  for (auto shape : {std::vector<int64_t>{}, {0}, {3, 0, 2}, {2, 3}}) {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    Tensor t = MakeTensor(3, shape, static_cast<size_t>(numel * 2));
+    auto view = DecodeTensor(t, "input", {});
+    ASSERT_TRUE(view.ok()) << view.status();
+    EXPECT_EQ(view->dtype, DType::kFloat16);
+    EXPECT_EQ(view->shape, shape);
+    EXPECT_EQ(view->bytes, numel * 2);
+    EXPECT_EQ(view->data, t.data().data());  // no copy
+  }
+}
+
+TEST(CodecTest, PrepareOutputMatchesInput) {
+  Tensor in = MakeTensor(4, {5, 7}, 70);
+  auto view = DecodeTensor(in, "input", {});
+  ASSERT_TRUE(view.ok());
+  Tensor out;
+  MutableTensorView w = PrepareOutput(*view, &out);
+  EXPECT_EQ(out.dtype(), myops::v1::DTYPE_BFLOAT16);
+  EXPECT_EQ(std::vector<int64_t>(out.shape().begin(), out.shape().end()), view->shape);
+  EXPECT_EQ(out.data().size(), 70u);
+  EXPECT_EQ(w.data, out.data().data());
+}
+
+TEST(DeviceTest, ResolvesRequestsAgainstServedDevices) {
+  DeviceSet set({{DeviceKind::kCuda, 0}, {DeviceKind::kCuda, 1}, {DeviceKind::kCpu, 0}});
+  EXPECT_EQ(*set.Resolve(*ParseDeviceRequest("")), 0);
+  EXPECT_EQ(*set.Resolve(*ParseDeviceRequest("cpu")), 2);
+  EXPECT_EQ(*set.Resolve(*ParseDeviceRequest("cuda:1")), 1);
+  EXPECT_EQ(*set.Resolve(*ParseDeviceRequest("cuda"), 0), 0);
+  EXPECT_EQ(*set.Resolve(*ParseDeviceRequest("cuda"), 1), 1);  // spread over GPUs
+  EXPECT_EQ(set.Names(), "cuda:0, cuda:1, cpu");
+}
+
+TEST(DeviceTest, ParsesServerDeviceLists) {
+  auto all = ParseDeviceList("cuda,cpu", 2);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(DeviceSet(*all).Names(), "cuda:0, cuda:1, cpu");
+  EXPECT_EQ(DeviceSet(*ParseDeviceList("cpu,cpu", 0)).Names(), "cpu");
+  EXPECT_EQ(ParseDeviceList("cuda", 0).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ParseDeviceList("cuda:3", 2).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ParseDeviceList("gpu", 2).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseDeviceList("", 2).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace myops::server

@@ -1,0 +1,46 @@
+// Implements reference.h with libtorch.
+#include "reference.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+
+#include "myops/ops.h"
+
+namespace myops::server::testing {
+namespace {
+
+at::ScalarType ToScalarType(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+  }
+  return at::kFloat;
+}
+
+std::string Bytes(const at::Tensor& t) {
+  at::Tensor c = t.contiguous();
+  return std::string(static_cast<const char*>(c.data_ptr()), c.nbytes());
+}
+
+}  // namespace
+
+std::string ReferenceScaleShift(DType dtype, const std::vector<int64_t>& shape,
+                                const std::string& bytes, double alpha, double beta) {
+  at::Tensor x = at::empty(shape, ToScalarType(dtype));
+  if (!bytes.empty()) std::memcpy(x.data_ptr(), bytes.data(), bytes.size());
+  return Bytes(myops::scale_shift(x, alpha, beta));
+}
+
+std::string RandomTensorBytes(DType dtype, int64_t numel, uint64_t seed) {
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  return Bytes(at::randn({numel}, gen, at::kFloat).to(ToScalarType(dtype)));
+}
+
+}  // namespace myops::server::testing
