@@ -21,7 +21,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git python3-venv
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgtest-dev libgmock-dev libcli11-dev libgoogle-perftools-dev libabsl-dev
-  clang-format
+  clang-format openssl
 )
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do

@@ -240,5 +240,43 @@ TEST_F(IntegrationTest, SixteenConcurrentClientsTwoHundredRequestsEach) {
   EXPECT_EQ(mismatches.load(), 0);
 }
 
+// CUDA twins: the same requests on "cuda" (and on each "cuda:N") agree with the CPU
+// operator. Skipped when the server finds no GPU.
+TEST(CudaIntegrationTest, EveryDtypeOnEveryGpuMatchesTheCpuOperator) {
+  auto options = testing::LoopbackOptions();
+  options.executor.devices = "auto";
+  auto t = testing::StartServer(options);
+  ASSERT_TRUE(t.server);
+  grpc::ClientContext info_ctx;
+  myops::v1::ServerInfoResponse info;
+  ASSERT_TRUE(t.stub->ServerInfo(&info_ctx, {}, &info).ok());
+  std::vector<std::string> gpus;
+  for (const auto& d : info.devices())
+    if (d.name().rfind("cuda:", 0) == 0) gpus.push_back(d.name());
+  if (gpus.empty()) GTEST_SKIP() << "no CUDA device";
+  gpus.push_back("cuda");
+  uint64_t seed = 0;
+  for (const std::string& device : gpus) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+      for (auto shape : {std::vector<int64_t>{}, {0}, {5, 7}, {1 << 20}}) {
+        SCOPED_TRACE(device + " " + std::string(DTypeName(dtype)));
+        ScaleShiftRequest request = MakeRequest(dtype, shape, -1.25, 3.0, ++seed);
+        request.set_device(device);
+        ScaleShiftResponse response;
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+        grpc::Status status = t.stub->ScaleShift(&ctx, request, &response);
+        ASSERT_TRUE(status.ok()) << status.error_message();
+        EXPECT_EQ(response.timing().device().rfind("cuda:", 0), 0u);
+        const double tol = dtype == DType::kBFloat16  ? 8e-3
+                           : dtype == DType::kFloat16 ? 1e-3
+                                                      : 1e-6;
+        EXPECT_TRUE(
+            testing::AllClose(dtype, response.output().data(), Expected(request), tol, tol));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace myops::server

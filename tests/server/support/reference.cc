@@ -38,6 +38,17 @@ std::string ReferenceScaleShift(DType dtype, const std::vector<int64_t>& shape,
   return Bytes(myops::scale_shift(x, alpha, beta));
 }
 
+bool AllClose(DType dtype, const std::string& a, const std::string& b, double rtol, double atol) {
+  if (a.size() != b.size()) return false;
+  const auto t = ToScalarType(dtype);
+  const int64_t n = static_cast<int64_t>(a.size()) / at::elementSize(t);
+  at::Tensor ta = at::empty({n}, t), tb = at::empty({n}, t);
+  if (n == 0) return true;
+  std::memcpy(ta.data_ptr(), a.data(), a.size());
+  std::memcpy(tb.data_ptr(), b.data(), b.size());
+  return at::allclose(ta.to(at::kDouble), tb.to(at::kDouble), rtol, atol);
+}
+
 std::string RandomTensorBytes(DType dtype, int64_t numel, uint64_t seed) {
   at::Generator gen = at::detail::createCPUGenerator(seed);
   return Bytes(at::randn({numel}, gen, at::kFloat).to(ToScalarType(dtype)));

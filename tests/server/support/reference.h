@@ -14,6 +14,9 @@ namespace myops::server::testing {
 std::string ReferenceScaleShift(DType dtype, const std::vector<int64_t>& shape,
                                 const std::string& bytes, double alpha, double beta);
 
+// Whether two tensors given as raw bytes are elementwise close (|a-b| <= atol + rtol*|b|).
+bool AllClose(DType dtype, const std::string& a, const std::string& b, double rtol, double atol);
+
 // numel normally distributed values of `dtype`, as raw bytes; deterministic in `seed`.
 std::string RandomTensorBytes(DType dtype, int64_t numel, uint64_t seed);
 
