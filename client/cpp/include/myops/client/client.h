@@ -1,0 +1,148 @@
+// The myops C++ client: calls the myops.v1.Myops service (scale_shift: y = alpha * x +
+// beta) over one reused gRPC channel, synchronously, asynchronously or pipelined on a
+// stream, and queries the server's description and health.
+//
+//   myops::client::ClientOptions options;
+//   options.target = "localhost:50051";
+//   absl::StatusOr<std::unique_ptr<myops::client::Client>> client =
+//       myops::client::Client::Create(options);
+//   if (!client.ok()) return client.status();
+//   absl::StatusOr<myops::client::ScaleShiftResult> y = (*client)->ScaleShift(x, 2.0, 1.0);
+//
+// Every call has a deadline (CallOptions::deadline, else ClientOptions::default_deadline)
+// and every error is an absl::Status with the gRPC status code and message of the failure;
+// inputs are validated before anything is sent (InvalidArgumentError).
+#ifndef MYOPS_CLIENT_CLIENT_H_
+#define MYOPS_CLIENT_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "myops/client/options.h"
+#include "myops/client/results.h"
+#include "myops/client/tensor.h"
+
+namespace myops::client {
+
+namespace internal {
+struct ClientCore;
+}  // namespace internal
+
+class StreamSession;
+
+// A client of one myops server (or load-balanced target).
+//
+// Thread-safe: all methods may be called concurrently from any number of threads; they
+// share one gRPC channel. Create one Client per target and reuse it. Owns its channel;
+// asynchronous calls keep the channel alive, so a Client may be destroyed while they are
+// in flight (their callbacks still run). StreamSessions also keep it alive.
+class Client {
+ public:
+  using ScaleShiftCallback = std::function<void(absl::StatusOr<ScaleShiftResult>)>;
+
+  // Validates `options` (InvalidArgumentError naming the bad field) and creates the
+  // channel. Does not connect: the first call does, so an unreachable server shows up as
+  // UNAVAILABLE from that call (after the retries of options.retry).
+  static absl::StatusOr<std::unique_ptr<Client>> Create(ClientOptions options);
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client();
+
+  // alpha * x + beta, with the server's timing. `x` is only read during the call.
+  // InternalError when the server's output is malformed or not of x's dtype and shape.
+  absl::StatusOr<ScaleShiftResult> ScaleShift(const TensorView& x, double alpha, double beta,
+                                              const CallOptions& options = {});
+
+  // As ScaleShift, but writes the output into `out`, which must have x's dtype and shape
+  // and a buffer of x's size (InvalidArgumentError otherwise, before sending). Reuses this
+  // thread's request/response messages, so a loop of calls allocates no tensors. `out` may
+  // be x's own buffer (in place). `out` is unspecified when an error is returned.
+  absl::StatusOr<Timing> ScaleShiftInto(const TensorView& x, double alpha, double beta,
+                                        const MutableTensorView& out,
+                                        const CallOptions& options = {});
+
+  // Starts ScaleShift without blocking. x's bytes are copied into the request before this
+  // returns, so the caller may reuse or free them at once. `done` is called exactly once:
+  // on a gRPC thread with the result, or on the calling thread, before this returns, when
+  // the input is invalid. `done` must not block for long (it holds a gRPC thread).
+  void ScaleShiftAsync(const TensorView& x, double alpha, double beta, ScaleShiftCallback done,
+                       const CallOptions& options = {});
+
+  // Opens a ScaleShiftStream session for pipelined calls. The session's deadline
+  // (options.deadline, else the client default) bounds the whole session;
+  // options.device applies to every request. Streams are not retried.
+  absl::StatusOr<std::unique_ptr<StreamSession>> OpenStream(const CallOptions& options = {});
+
+  // The server's versions, devices, operators, limits and worker count.
+  absl::StatusOr<ServerInfo> GetServerInfo(const CallOptions& options = {});
+
+  // Standard gRPC health check (grpc.health.v1.Health/Check) of `service` ("" = the
+  // server as a whole). true when SERVING, false when NOT_SERVING or UNKNOWN; an error
+  // when the call fails (NOT_FOUND for a service the server does not know).
+  absl::StatusOr<bool> Health(const std::string& service = "", const CallOptions& options = {});
+
+  const ClientOptions& options() const;
+
+ private:
+  explicit Client(std::shared_ptr<internal::ClientCore> core);
+
+  std::shared_ptr<internal::ClientCore> core_;
+};
+
+// One ScaleShiftStream RPC: send many requests without waiting, receive their results as
+// they come (possibly out of order; match them by request id).
+//
+// Thread-safety: Send may be called from several threads (sends are serialized), Receive
+// likewise (receives are serialized), and Send and Receive may run at the same time (the
+// usual pattern: one thread sends, another receives). CloseSend and Close may be called
+// from any thread. Owns its gRPC call; destroying an open session cancels the call and
+// waits for it to end. The session keeps the Client's channel alive.
+//
+// Flow control: the transport buffers a limited amount of unreceived responses; sending
+// far more than that without receiving makes Send block until responses are received, so
+// for large pipelines receive on another thread.
+class StreamSession {
+ public:
+  class Impl;
+
+  StreamSession(const StreamSession&) = delete;
+  StreamSession& operator=(const StreamSession&) = delete;
+  ~StreamSession();
+
+  // Validates x (InvalidArgumentError; the stream goes on), copies it into a request and
+  // writes it; returns the request's id (1, 2, 3, ... in send order). Blocks only while
+  // gRPC flow control holds the write. FailedPreconditionError after CloseSend/Close or
+  // once the stream has ended (Receive or Close then give the stream's final status).
+  absl::StatusOr<uint64_t> Send(const TensorView& x, double alpha, double beta);
+
+  // Tells the server no more requests follow; responses still arrive. Idempotent.
+  absl::Status CloseSend();
+
+  // Blocks for the next response. A failed request gives a StreamResult whose result is
+  // that request's error. When the server has ended the stream: OutOfRangeError if it
+  // ended with OK (all responses received), else the stream's final error (e.g.
+  // DEADLINE_EXCEEDED, UNAVAILABLE); every later Receive returns the same.
+  absl::StatusOr<StreamResult> Receive();
+
+  // CloseSend, then discards responses not yet received, waits for the server to end the
+  // stream and returns its final status. Idempotent (later calls return the same status).
+  absl::Status Close();
+
+  // Number of responses Close discarded (0 before Close).
+  int64_t discarded_responses() const;
+
+ private:
+  friend class Client;
+  explicit StreamSession(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace myops::client
+
+#endif  // MYOPS_CLIENT_CLIENT_H_

@@ -1,0 +1,67 @@
+// Configuration of the myops C++ client: per-client options (ClientOptions, with its
+// RetryPolicy and TlsOptions) and per-call options (CallOptions). Plain value types.
+#ifndef MYOPS_CLIENT_OPTIONS_H_
+#define MYOPS_CLIENT_OPTIONS_H_
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace myops::client {
+
+// Retries of calls that fail with UNAVAILABLE (server not reachable, connection lost,
+// server shutting down). No other code is retried. Attempt n (n >= 2) waits a random
+// time in [0.5, 1.0] * min(initial_backoff * multiplier^(n-2), max_backoff) first; all
+// attempts of one call share that call's deadline. Unary calls (ScaleShift,
+// ScaleShiftInto, ScaleShiftAsync, ServerInfo, Health) are retried; streams are not.
+struct RetryPolicy {
+  // Attempts in total, including the first; 1 disables retries. Must be >= 1.
+  int max_attempts = 3;
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{2000};
+  // Growth of the backoff per attempt; must be >= 1.
+  double multiplier = 2.0;
+};
+
+// Transport security. Empty root_ca_pem = plaintext (insecure channel credentials).
+struct TlsOptions {
+  // PEM root certificates used to verify the server. Empty = no TLS.
+  std::string root_ca_pem;
+  // For mutual TLS: the client's PEM certificate chain and private key. Both or neither;
+  // only with root_ca_pem.
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+// Options of one Client (and its one channel).
+struct ClientOptions {
+  // gRPC target, e.g. "localhost:50051", "dns:///myops.internal:50051",
+  // "unix:///tmp/myops.sock".
+  std::string target = "localhost:50051";
+  // Deadline of every call that does not set CallOptions::deadline. For a stream it
+  // bounds the whole session. Must be > 0.
+  std::chrono::milliseconds default_deadline{std::chrono::seconds(30)};
+  // Largest message sent or received, bytes (gRPC's default receive limit is 4 MiB).
+  // Must be > 0; at most 2 GiB - 1 (gRPC's limit). Inputs larger than this are rejected
+  // before sending.
+  int max_message_bytes = 1 << 30;
+  RetryPolicy retry;
+  // Extra gRPC channel arguments ("grpc.keepalive_time_ms" -> 10000, ...). Applied after
+  // the options above, so they can override them.
+  std::map<std::string, int> int_channel_args;
+  std::map<std::string, std::string> string_channel_args;
+  TlsOptions tls;
+};
+
+// Options of one call.
+struct CallOptions {
+  // Overrides ClientOptions::default_deadline for this call (for a stream: the session).
+  std::optional<std::chrono::milliseconds> deadline;
+  // Where the server runs the operator: "" (server's choice), "cpu", "cuda", "cuda:N".
+  std::string device;
+};
+
+}  // namespace myops::client
+
+#endif  // MYOPS_CLIENT_OPTIONS_H_

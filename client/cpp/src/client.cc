@@ -1,0 +1,165 @@
+// Client: unary, asynchronous and streaming ScaleShift, ServerInfo and Health over one
+// channel (see myops/client/client.h).
+#include "myops/client/client.h"
+
+#include <string>
+#include <utility>
+
+#include <grpcpp/client_context.h>
+
+#include "absl/strings/str_cat.h"
+#include "async_call.h"
+#include "client_core.h"
+#include "codec.h"
+#include "grpc_status.h"
+#include "health.h"
+#include "retry.h"
+#include "stream_session_impl.h"
+
+namespace myops::client {
+namespace {
+
+namespace v1 = ::myops::v1;
+using internal::Clock;
+
+// Request/response messages reused by the blocking calls of one thread, so a loop of
+// ScaleShiftInto calls reuses their buffers instead of allocating per call.
+struct ThreadScratch {
+  v1::ScaleShiftRequest request;
+  v1::ScaleShiftResponse response;
+};
+
+ThreadScratch& GetThreadScratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
+}
+
+// Buffers above this are freed after the call rather than kept for the next one, so one
+// large call does not pin its memory for the life of the thread.
+constexpr size_t kMaxRetainedBytes = size_t{64} << 20;
+
+void ReleaseLargeBuffer(std::string* buffer) {
+  if (buffer->capacity() > kMaxRetainedBytes) std::string().swap(*buffer);
+}
+
+absl::Status CheckOutputBuffer(const TensorView& x, const MutableTensorView& out) {
+  if (out.dtype != x.dtype || out.shape != x.shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("out: ", DTypeName(out.dtype), " of shape ", ShapeToString(out.shape),
+                     " does not match the input; expected the input's dtype and shape (",
+                     DTypeName(x.dtype), " of shape ", ShapeToString(x.shape), ")"));
+  }
+  if (out.size_bytes != x.size_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("out: size_bytes is ", out.size_bytes,
+                                                   "; expected ", x.size_bytes,
+                                                   " (the input's dtype and shape)"));
+  }
+  if (out.data == nullptr && out.size_bytes != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("out: data is null but size_bytes is ",
+                                                   out.size_bytes, "; expected a buffer"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  absl::StatusOr<std::shared_ptr<internal::ClientCore>> core =
+      internal::CreateClientCore(std::move(options));
+  if (!core.ok()) return core.status();
+  return std::unique_ptr<Client>(new Client(*std::move(core)));
+}
+
+Client::Client(std::shared_ptr<internal::ClientCore> core) : core_(std::move(core)) {}
+
+Client::~Client() = default;
+
+const ClientOptions& Client::options() const { return core_->options; }
+
+absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double alpha, double beta,
+                                                    const CallOptions& options) {
+  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+      !status.ok()) {
+    return status;
+  }
+  ThreadScratch& scratch = GetThreadScratch();
+  internal::EncodeRequest(x, alpha, beta, options.device, /*request_id=*/0, &scratch.request);
+  v1::ScaleShiftResponse response;  // Not the scratch one: the output moves out of it.
+  grpc::Status status = internal::CallWithRetries(
+      core_->options.retry, internal::CallDeadline(core_->options, options),
+      [&](grpc::ClientContext* context) {
+        response.Clear();
+        return core_->stub->ScaleShift(context, scratch.request, &response);
+      });
+  ReleaseLargeBuffer(scratch.request.mutable_input()->mutable_data());
+  if (!status.ok()) return internal::ToAbslStatus(status);
+  return internal::TakeResult(&response, &x);
+}
+
+absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
+                                              const MutableTensorView& out,
+                                              const CallOptions& options) {
+  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
+  ThreadScratch& scratch = GetThreadScratch();
+  internal::EncodeRequest(x, alpha, beta, options.device, /*request_id=*/0, &scratch.request);
+  grpc::Status status = internal::CallWithRetries(
+      core_->options.retry, internal::CallDeadline(core_->options, options),
+      [&](grpc::ClientContext* context) {
+        return core_->stub->ScaleShift(context, scratch.request, &scratch.response);
+      });
+  ReleaseLargeBuffer(scratch.request.mutable_input()->mutable_data());
+  absl::Status result = internal::ToAbslStatus(status);
+  if (result.ok()) result = internal::CopyOutput(scratch.response, out);
+  Timing timing = internal::DecodeTiming(scratch.response.timing());
+  ReleaseLargeBuffer(scratch.response.mutable_output()->mutable_data());
+  if (!result.ok()) return result;
+  return timing;
+}
+
+void Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
+                             ScaleShiftCallback done, const CallOptions& options) {
+  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+      !status.ok()) {
+    done(std::move(status));
+    return;
+  }
+  internal::StartAsyncScaleShift(core_, x, alpha, beta, std::move(done), options);
+}
+
+absl::StatusOr<std::unique_ptr<StreamSession>> Client::OpenStream(const CallOptions& options) {
+  return std::unique_ptr<StreamSession>(
+      new StreamSession(std::make_unique<StreamSession::Impl>(core_, options)));
+}
+
+absl::StatusOr<ServerInfo> Client::GetServerInfo(const CallOptions& options) {
+  v1::ServerInfoResponse response;
+  grpc::Status status = internal::CallWithRetries(
+      core_->options.retry, internal::CallDeadline(core_->options, options),
+      [&](grpc::ClientContext* context) {
+        response.Clear();
+        return core_->stub->ServerInfo(context, v1::ServerInfoRequest(), &response);
+      });
+  if (!status.ok()) return internal::ToAbslStatus(status);
+  return internal::DecodeServerInfo(response);
+}
+
+absl::StatusOr<bool> Client::Health(const std::string& service, const CallOptions& options) {
+  const grpc::ByteBuffer request = internal::EncodeHealthCheckRequest(service);
+  grpc::ByteBuffer response;
+  grpc::Status status = internal::CallWithRetries(
+      core_->options.retry, internal::CallDeadline(core_->options, options),
+      [&](grpc::ClientContext* context) {
+        response.Clear();
+        return internal::CallHealthCheck(*core_->generic_stub, context, request, &response);
+      });
+  if (!status.ok()) return internal::ToAbslStatus(status);
+  absl::StatusOr<internal::ServingStatus> serving = internal::DecodeHealthCheckResponse(response);
+  if (!serving.ok()) return serving.status();
+  return *serving == internal::ServingStatus::kServing;
+}
+
+}  // namespace myops::client

@@ -1,0 +1,81 @@
+// Options validation and channel construction (see client_core.h).
+#include "client_core.h"
+
+#include <utility>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace myops::client::internal {
+
+absl::Status ValidateClientOptions(const ClientOptions& options) {
+  auto invalid = [](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("ClientOptions.", parts...));
+  };
+  if (options.target.empty()) return invalid("target is empty; expected e.g. \"host:50051\"");
+  if (options.default_deadline.count() <= 0) {
+    return invalid("default_deadline is ", options.default_deadline.count(), " ms; expected > 0");
+  }
+  if (options.max_message_bytes <= 0) {
+    return invalid("max_message_bytes is ", options.max_message_bytes, "; expected > 0");
+  }
+  const RetryPolicy& retry = options.retry;
+  if (retry.max_attempts < 1) {
+    return invalid("retry.max_attempts is ", retry.max_attempts, "; expected >= 1");
+  }
+  if (retry.initial_backoff.count() < 0 || retry.max_backoff < retry.initial_backoff) {
+    return invalid("retry backoffs are initial ", retry.initial_backoff.count(), " ms, max ",
+                   retry.max_backoff.count(), " ms; expected 0 <= initial <= max");
+  }
+  if (!(retry.multiplier >= 1.0)) {
+    return invalid("retry.multiplier is ", retry.multiplier, "; expected >= 1");
+  }
+  const TlsOptions& tls = options.tls;
+  if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
+    return invalid(
+        "tls has only one of client_cert_pem and client_key_pem; expected both "
+        "or neither");
+  }
+  if (tls.root_ca_pem.empty() && !tls.client_cert_pem.empty()) {
+    return invalid(
+        "tls has a client certificate but no root_ca_pem; expected root_ca_pem "
+        "for TLS");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions options) {
+  if (absl::Status status = ValidateClientOptions(options); !status.ok()) return status;
+
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options.tls.root_ca_pem.empty()) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls.root_ca_pem;
+    ssl.pem_private_key = options.tls.client_key_pem;
+    ssl.pem_cert_chain = options.tls.client_cert_pem;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxSendMessageSize(options.max_message_bytes);
+  args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  for (const auto& [key, value] : options.int_channel_args) args.SetInt(key, value);
+  for (const auto& [key, value] : options.string_channel_args) args.SetString(key, value);
+
+  auto core = std::make_shared<ClientCore>();
+  core->channel = grpc::CreateCustomChannel(options.target, credentials, args);
+  if (core->channel == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("could not create a channel to \"", options.target, "\""));
+  }
+  core->stub = myops::v1::Myops::NewStub(core->channel);
+  core->generic_stub = std::make_unique<grpc::GenericStub>(core->channel);
+  core->options = std::move(options);
+  return core;
+}
+
+}  // namespace myops::client::internal

@@ -1,0 +1,60 @@
+// myops-cli's element helpers: float16/bfloat16 conversions, random inputs, formatting.
+#include "tensor_values.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace myops::cli {
+namespace {
+
+TEST(ClientCliValuesTest, HalfConversions) {
+  EXPECT_EQ(FloatToHalf(0.0f), 0x0000);
+  EXPECT_EQ(FloatToHalf(-0.0f), 0x8000);
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);                      // Largest half.
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);                      // Rounds to inf.
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);         // Smallest subnormal.
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -14)), 0x0400);         // Smallest normal.
+  EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // Tie to even.
+  EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::nanf("")))));
+  for (uint32_t bits = 0; bits < 0x7c00; ++bits) {  // Every finite positive half survives.
+    ASSERT_EQ(FloatToHalf(HalfToFloat(static_cast<uint16_t>(bits))), bits);
+  }
+}
+
+TEST(ClientCliValuesTest, BFloat16Conversions) {
+  EXPECT_EQ(FloatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(FloatToBFloat16(-2.0f), 0xc000);
+  EXPECT_EQ(BFloat16ToFloat(0x3f80), 1.0f);
+  EXPECT_EQ(FloatToBFloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);  // Tie to even.
+  EXPECT_EQ(FloatToBFloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(std::nanf("")))));
+}
+
+TEST(ClientCliValuesTest, RandomIsSeededAndInRange) {
+  absl::StatusOr<client::Tensor> a = client::Tensor::Allocate(client::DType::kFloat16, {100});
+  absl::StatusOr<client::Tensor> b = client::Tensor::Allocate(client::DType::kFloat16, {100});
+  FillRandom(3, &*a);
+  FillRandom(3, &*b);
+  EXPECT_EQ(a->bytes(), b->bytes());
+  for (int i = 0; i < 100; ++i) {
+    const double v = ElementAsDouble(a->view(), i);
+    EXPECT_GE(v, -1.0);
+    EXPECT_LE(v, 1.0);
+  }
+}
+
+TEST(ClientCliValuesTest, FormatValues) {
+  const double data[3] = {1.5, -2, 0.25};
+  EXPECT_EQ(FormatValues({client::DType::kFloat64, {3}, data, 24}, 8), "[1.5, -2, 0.25]");
+  EXPECT_EQ(FormatValues({client::DType::kFloat64, {3}, data, 24}, 2), "[1.5, -2, ... (3 values)]");
+  EXPECT_EQ(FormatValues({client::DType::kFloat64, {0}, nullptr, 0}, 2), "[]");
+}
+
+}  // namespace
+}  // namespace myops::cli
