@@ -43,6 +43,17 @@ if(MYOPS_CUDA)
 endif()
 
 find_package(Torch REQUIRED)
-# torch's config appends its flags to CMAKE_CXX_FLAGS globally (ABI define); keep them,
-# but never propagate its include dirs: link torch PRIVATE everywhere.
+# myops_torch_deps: what our torch-facing targets link (PRIVATE everywhere, so torch's
+# include dirs never reach protobuf-facing code). A CPU-only build links libtorch_cpu and
+# libc10 alone: the wheel's libtorch.so pulls in libtorch_cuda.so and the CUDA math
+# libraries (gigabytes), which a CPU deployment never uses.
+add_library(myops_torch_deps INTERFACE)
+if(MYOPS_CUDA)
+  target_link_libraries(myops_torch_deps INTERFACE ${TORCH_LIBRARIES})
+else()
+  find_library(MYOPS_TORCH_CPU_LIBRARY torch_cpu PATHS "${TORCH_INSTALL_PREFIX}/lib" REQUIRED)
+  find_library(MYOPS_C10_LIBRARY c10 PATHS "${TORCH_INSTALL_PREFIX}/lib" REQUIRED)
+  target_link_libraries(myops_torch_deps INTERFACE ${MYOPS_TORCH_CPU_LIBRARY} ${MYOPS_C10_LIBRARY})
+  target_include_directories(myops_torch_deps SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+endif()
 message(STATUS "myops: torch ${Torch_VERSION}, CUDA kernels: ${MYOPS_CUDA}")

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <thread>
 
@@ -22,6 +23,12 @@ namespace {
 using myops::v1::ScaleShiftRequest;
 using myops::v1::ScaleShiftResponse;
 
+// The binary under test: MYOPS_SERVER_BINARY from the environment, else the build's.
+const char* ServerBinary() {
+  const char* env = std::getenv("MYOPS_SERVER_BINARY");
+  return env != nullptr && *env != '\0' ? env : MYOPS_SERVER_BINARY;
+}
+
 // A myops-server child process; killed if the test ends early.
 class ServerProcess {
  public:
@@ -32,11 +39,11 @@ class ServerProcess {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, out[0]);
-    args.insert(args.begin(), MYOPS_SERVER_BINARY);
+    args.insert(args.begin(), ServerBinary());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    if (posix_spawn(&pid_, MYOPS_SERVER_BINARY, &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    if (posix_spawn(&pid_, ServerBinary(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
     posix_spawn_file_actions_destroy(&fa);
     close(out[1]);
     stdout_ = fdopen(out[0], "r");
