@@ -1,0 +1,144 @@
+// myops-loadtest: load generator for myops-server (and anything serving myops.v1, such as
+// bench/echo_server). Closed loop (--concurrency, a sweep with 1,2,4,...) or open loop
+// (--rate, constant or --poisson), unary or --stream, over --connections channels. Shows
+// live progress on a terminal; prints a table, and writes --json / --csv.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "report.h"
+#include "runner.h"
+
+namespace {
+
+using myops::loadtest::LoadSpec;
+
+bool ParseSize(const std::string& text, int64_t* bytes) {
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}};
+  for (const auto& [suffix, scale] : kUnits) {
+    const std::string s(suffix);
+    if (text.size() > s.size() && text.compare(text.size() - s.size(), s.size(), s) == 0) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(text.substr(0, text.size() - s.size()), &n)) return false;
+      *bytes = n * scale;
+      return true;
+    }
+  }
+  return absl::SimpleAtoi(text, bytes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"myops-loadtest: load generator for the myops.v1 service"};
+  LoadSpec base;
+  std::vector<int> concurrency = {1};
+  std::vector<double> rates;
+  std::vector<std::string> sizes;
+  std::vector<int64_t> shape = base.shape;
+  std::string dtype = "float32", json_path, csv_path;
+  double duration_s = 5, warmup_s = 1;
+  int64_t deadline_ms = 10000;
+  bool quiet = false;
+  app.add_option("--target", base.target, "HOST:PORT")
+      ->envname("MYOPS_TARGET")
+      ->capture_default_str();
+  app.add_option("--concurrency", concurrency, "Requests in flight (closed loop); a list sweeps")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--rate", rates, "Requests/s (open loop); a list sweeps")->delimiter(',');
+  app.add_flag("--poisson", base.poisson, "Open loop: Poisson arrivals instead of constant");
+  app.add_flag("--stream", base.streaming, "Closed loop over the ScaleShiftStream RPC");
+  app.add_option("--connections", base.connections, "gRPC channels")->capture_default_str();
+  app.add_option("--shape", shape, "Tensor shape, e.g. 256 or 64,1024")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--sizes", sizes, "Payload sizes to sweep instead of --shape (1KiB,16MiB,...)")
+      ->delimiter(',');
+  app.add_option("--dtype", dtype, "float32 | float64 | float16 | bfloat16")->capture_default_str();
+  app.add_option("--device", base.device, "Device requested from the server");
+  app.add_option("--duration", duration_s, "Seconds per measurement window")->capture_default_str();
+  app.add_option("--requests", base.max_requests, "Requests per window (instead of --duration)");
+  app.add_option("--warmup", warmup_s, "Seconds of unrecorded warmup per point")
+      ->capture_default_str();
+  app.add_option("--max-windows", base.max_windows,
+                 "Repeat windows until two agree within --stability (at most this many)")
+      ->capture_default_str();
+  app.add_option("--stability", base.stability, "Throughput agreement for stability (fraction)")
+      ->capture_default_str();
+  app.add_option("--deadline-ms", deadline_ms, "Deadline of each request")->capture_default_str();
+  app.add_option("--json", json_path, "Write the report as JSON");
+  app.add_option("--csv", csv_path, "Write one CSV row per point");
+  app.add_flag("--quiet", quiet, "No live progress");
+  CLI11_PARSE(app, argc, argv);
+
+  auto parsed_dtype = myops::client::ParseDType(dtype);
+  if (!parsed_dtype.ok()) {
+    std::cerr << "--dtype: " << parsed_dtype.status().message() << "\n";
+    return 2;
+  }
+  base.dtype = *parsed_dtype;
+  base.window = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
+  base.warmup = std::chrono::milliseconds(static_cast<int64_t>(warmup_s * 1000));
+  base.deadline = std::chrono::milliseconds(deadline_ms);
+
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& text : sizes) {
+    int64_t bytes = 0;
+    const auto item = static_cast<int64_t>(myops::client::DTypeItemSize(base.dtype));
+    if (!ParseSize(text, &bytes) || bytes < item) {
+      std::cerr << "--sizes: cannot parse \"" << text << "\"\n";
+      return 2;
+    }
+    shapes.push_back({bytes / item});
+  }
+  if (shapes.empty()) shapes.push_back(shape);
+
+  std::vector<LoadSpec> specs;
+  for (const auto& s : shapes) {
+    if (!rates.empty()) {
+      for (double r : rates) {
+        LoadSpec spec = base;
+        spec.shape = s;
+        spec.rate = r;
+        specs.push_back(spec);
+      }
+    } else {
+      for (int c : concurrency) {
+        LoadSpec spec = base;
+        spec.shape = s;
+        spec.concurrency = c;
+        specs.push_back(spec);
+      }
+    }
+  }
+
+  const bool live = !quiet && isatty(STDERR_FILENO);
+  std::vector<myops::loadtest::Point> points;
+  for (const LoadSpec& spec : specs) {
+    auto progress = [&](const myops::loadtest::Stats& s, bool warmup) {
+      if (live) std::fprintf(stderr, "\r%s\033[K", ProgressLine(spec, s, warmup).c_str());
+    };
+    auto result = myops::loadtest::Run(spec, progress);
+    if (live) std::fprintf(stderr, "\r\033[K");
+    if (!result.ok()) {
+      std::cerr << "myops-loadtest: " << spec.target << ": " << result.status() << "\n";
+      return 1;
+    }
+    points.push_back({spec, std::move(*result)});
+  }
+  std::cout << "target " << base.target << ", " << dtype << ", " << base.connections
+            << " connection(s)\n"
+            << myops::loadtest::Table(points);
+  if (!json_path.empty()) std::ofstream(json_path) << myops::loadtest::Json(points);
+  if (!csv_path.empty()) std::ofstream(csv_path) << myops::loadtest::Csv(points);
+  int64_t errors = 0;
+  for (const auto& p : points) errors += p.result.total.error_count();
+  return errors == 0 ? 0 : 3;
+}

@@ -1,0 +1,283 @@
+// Load generation (see runner.h).
+#include "runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "tensor_values.h"
+
+namespace myops::loadtest {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using myops::client::Client;
+
+int64_t Nanos(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+// One window's measurements. Thread-safe: workers and gRPC callbacks record concurrently.
+class Collector {
+ public:
+  void Ok(int64_t latency_ns, const myops::client::Timing& t, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    s_.ok++;
+    s_.payload_bytes += bytes;
+    s_.latency.Record(latency_ns);
+    s_.decode.Record(t.decode_ns);
+    s_.queue.Record(t.queue_ns);
+    s_.compute.Record(t.compute_ns);
+    s_.encode.Record(t.encode_ns);
+    s_.server_total.Record(t.total_ns);
+    done_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Error(const absl::Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    s_.errors[absl::StatusCodeToString(status.code())]++;
+    done_.fetch_add(1, std::memory_order_relaxed);
+  }
+  int64_t done() const { return done_.load(std::memory_order_relaxed); }
+  Stats Snapshot(double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Stats copy = s_;
+    copy.seconds = seconds;
+    return copy;
+  }
+
+ private:
+  std::mutex mu_;
+  Stats s_;
+  std::atomic<int64_t> done_{0};
+};
+
+// The tensor every request sends; read-only once built.
+struct Payload {
+  myops::client::Tensor input;
+  int64_t bytes_per_request = 0;  // input + output
+};
+
+class LoadRun final {
+ public:
+  LoadRun(const LoadSpec& spec, std::vector<std::unique_ptr<Client>> clients, Payload payload)
+      : spec_(spec), clients_(std::move(clients)), payload_(std::move(payload)) {}
+
+  RunResult Execute(const ProgressFn& progress) {
+    std::atomic_store(&active_, std::make_shared<Collector>());
+    std::vector<std::thread> threads;
+    if (spec_.rate > 0) {
+      threads.emplace_back([this] { OpenLoop(); });
+    } else {
+      for (int i = 0; i < spec_.concurrency; ++i) {
+        threads.emplace_back([this, i] { spec_.streaming ? StreamWorker(i) : UnaryWorker(i); });
+      }
+    }
+    RunResult result;
+    if (spec_.warmup.count() > 0) Window(spec_.warmup, 0, progress, /*warmup=*/true);
+    for (int w = 0; w < std::max(1, spec_.max_windows); ++w) {
+      Stats s = Window(spec_.window, spec_.max_requests, progress, false);
+      result.window_throughput.push_back(s.throughput());
+      result.total.Merge(s);
+      const size_t n = result.window_throughput.size();
+      if (n >= 2) {
+        const double a = result.window_throughput[n - 2], b = result.window_throughput[n - 1];
+        result.stable = std::abs(a - b) <= spec_.stability * std::max(a, b);
+        if (result.stable) break;
+      } else {
+        result.stable = spec_.max_windows <= 1;
+      }
+    }
+    stop_.store(true);
+    for (auto& t : threads) t.join();
+    WaitForOutstanding();
+    return result;
+  }
+
+ private:
+  // Measures one window into a fresh collector; returns what it saw.
+  Stats Window(std::chrono::milliseconds length, int64_t max_requests, const ProgressFn& progress,
+               bool warmup) {
+    auto collector = std::make_shared<Collector>();
+    std::atomic_store(&active_, collector);
+    const auto start = Clock::now();
+    auto next_report = start + std::chrono::seconds(1);
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      const auto now = Clock::now();
+      const bool by_count = !warmup && max_requests > 0;
+      // A timed window also waits for a few completions (slow servers, big payloads), up to
+      // 20 window lengths.
+      const int64_t min_done = warmup ? 0 : std::max(5, spec_.concurrency);
+      if (by_count ? collector->done() >= max_requests
+                   : (now - start >= length &&
+                      (collector->done() >= min_done || now - start >= 20 * length))) {
+        break;
+      }
+      if (now >= next_report && progress) {
+        progress(collector->Snapshot(std::chrono::duration<double>(now - start).count()), warmup);
+        next_report += std::chrono::seconds(1);
+      }
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    std::atomic_store(&active_,
+                      std::make_shared<Collector>());  // late completions land in a discarded one
+    return collector->Snapshot(seconds);
+  }
+
+  myops::client::CallOptions Call() const {
+    myops::client::CallOptions o;
+    o.deadline = spec_.deadline;
+    o.device = spec_.device;
+    return o;
+  }
+
+  void UnaryWorker(int index) {
+    Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
+    myops::client::Tensor out = payload_.input;
+    const auto call = Call();
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto collector = std::atomic_load(&active_);
+      const auto t0 = Clock::now();
+      auto r = client.ScaleShiftInto(payload_.input.view(), 2.0, 1.0, out.mutable_view(), call);
+      const int64_t ns = Nanos(Clock::now() - t0);
+      r.ok() ? collector->Ok(ns, *r, payload_.bytes_per_request) : collector->Error(r.status());
+    }
+  }
+
+  void StreamWorker(int index) {
+    Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
+    auto call = Call();
+    call.deadline = std::chrono::hours(24);  // a session's deadline covers the whole run
+    std::unique_ptr<myops::client::StreamSession> session;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto collector = std::atomic_load(&active_);
+      if (!session) {
+        auto opened = client.OpenStream(call);
+        if (!opened.ok()) {
+          collector->Error(opened.status());
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          continue;
+        }
+        session = std::move(*opened);
+      }
+      const auto t0 = Clock::now();
+      auto id = session->Send(payload_.input.view(), 2.0, 1.0);
+      absl::StatusOr<myops::client::StreamResult> r =
+          id.ok() ? session->Receive() : absl::StatusOr<myops::client::StreamResult>(id.status());
+      const int64_t ns = Nanos(Clock::now() - t0);
+      if (!r.ok()) {  // the stream itself failed: count it and open a new one
+        collector->Error(r.status());
+        session.reset();
+      } else if (!r->result.ok()) {
+        collector->Error(r->result.status());
+      } else {
+        collector->Ok(ns, r->result->timing, payload_.bytes_per_request);
+      }
+    }
+    if (session) (void)session->Close();
+  }
+
+  // Sends at the target rate; each latency counts from the intended send time.
+  void OpenLoop() {
+    std::mt19937_64 rng(42);
+    std::exponential_distribution<double> exp(spec_.rate);
+    const auto call = Call();
+    auto intended = Clock::now();
+    uint64_t n = 0;
+    constexpr int64_t kMaxOutstanding = 20000;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      const double gap = spec_.poisson ? exp(rng) : 1.0 / spec_.rate;
+      intended += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap));
+      std::this_thread::sleep_until(intended);
+      auto collector = std::atomic_load(&active_);
+      if (outstanding_.load() >= kMaxOutstanding) {
+        collector->Error(absl::ResourceExhaustedError("client: too many requests outstanding"));
+        continue;
+      }
+      outstanding_.fetch_add(1);
+      Client& client = *clients_[n++ % clients_.size()];
+      client.ScaleShiftAsync(
+          payload_.input.view(), 2.0, 1.0,
+          [this, collector, intended](absl::StatusOr<myops::client::ScaleShiftResult> r) {
+            const int64_t ns = Nanos(Clock::now() - intended);
+            r.ok() ? collector->Ok(ns, r->timing, payload_.bytes_per_request)
+                   : collector->Error(r.status());
+            outstanding_.fetch_sub(1);
+          },
+          call);
+    }
+  }
+
+  void WaitForOutstanding() {
+    const auto limit = Clock::now() + spec_.deadline + std::chrono::seconds(1);
+    while (outstanding_.load() > 0 && Clock::now() < limit) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
+  const LoadSpec spec_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  const Payload payload_;
+  std::shared_ptr<Collector> active_;  // the window being measured (atomic_load/store)
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> outstanding_{0};
+};
+
+}  // namespace
+
+int64_t Stats::error_count() const {
+  int64_t n = 0;
+  for (const auto& [code, count] : errors) n += count;
+  return n;
+}
+
+void Stats::Merge(const Stats& o) {
+  seconds += o.seconds;
+  ok += o.ok;
+  payload_bytes += o.payload_bytes;
+  for (const auto& [code, count] : o.errors) errors[code] += count;
+  latency.Merge(o.latency);
+  decode.Merge(o.decode);
+  queue.Merge(o.queue);
+  compute.Merge(o.compute);
+  encode.Merge(o.encode);
+  server_total.Merge(o.server_total);
+}
+
+absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) {
+  if (spec.rate <= 0 && spec.concurrency < 1) {
+    return absl::InvalidArgumentError("concurrency must be >= 1 (or give a rate)");
+  }
+  if (spec.rate > 0 && spec.streaming) {
+    return absl::InvalidArgumentError("open loop (--rate) runs unary calls only");
+  }
+  auto input = myops::client::Tensor::Allocate(spec.dtype, spec.shape);
+  if (!input.ok()) return input.status();
+  myops::cli::FillRandom(1, &*input);
+  Payload payload{std::move(*input), 0};
+  payload.bytes_per_request = 2 * static_cast<int64_t>(payload.input.size_bytes());
+
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < std::max(1, spec.connections); ++i) {
+    myops::client::ClientOptions options;
+    options.target = spec.target;
+    options.default_deadline = spec.deadline;
+    options.max_message_bytes = 1 << 30;
+    // Separate channels even to the same target (gRPC would otherwise share a subchannel).
+    options.int_channel_args["grpc.channel_id"] = i;
+    auto client = Client::Create(options);
+    if (!client.ok()) return client.status();
+    clients.push_back(std::move(*client));
+  }
+  // Fail fast on a wrong target instead of counting every request as an error.
+  auto info = clients[0]->GetServerInfo();
+  if (!info.ok()) return info.status();
+  LoadRun run(spec, std::move(clients), std::move(payload));
+  return run.Execute(progress);
+}
+
+}  // namespace myops::loadtest

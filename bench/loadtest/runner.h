@@ -1,0 +1,65 @@
+// The load generator: closed loop (a fixed number of requests in flight) or open loop (a
+// fixed arrival rate, constant or Poisson, with latency measured from each request's
+// intended send time so a slow server cannot hide queueing: no coordinated omission).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "histogram.h"
+#include "myops/client/client.h"
+
+namespace myops::loadtest {
+
+struct LoadSpec {
+  std::string target = "localhost:50051";
+  int connections = 1;     // gRPC channels; workers/requests are spread over them
+  int concurrency = 1;     // closed loop: requests in flight
+  double rate = 0;         // open loop when > 0: requests per second
+  bool poisson = false;    // open loop: exponential inter-arrival times
+  bool streaming = false;  // closed loop over ScaleShiftStream instead of unary calls
+  myops::client::DType dtype = myops::client::DType::kFloat32;
+  std::vector<int64_t> shape = {256};
+  std::string device;
+  std::chrono::milliseconds deadline{10000};
+  std::chrono::milliseconds warmup{1000};
+  std::chrono::milliseconds window{5000};  // one measurement window
+  int64_t max_requests = 0;                // > 0: stop each window after this many requests
+  int max_windows = 1;                     // > 1: repeat windows until throughput is stable
+  double stability = 0.10;                 // consecutive windows' throughput within this fraction
+};
+
+// What one window (or a merge of windows) measured.
+struct Stats {
+  double seconds = 0;
+  int64_t ok = 0;
+  int64_t payload_bytes = 0;              // request + response tensor bytes of successful requests
+  std::map<std::string, int64_t> errors;  // by status code name
+  Histogram latency;                      // ns, client-observed
+  Histogram decode, queue, compute, encode, server_total;  // ns, from response timing
+
+  int64_t error_count() const;
+  double throughput() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }
+  void Merge(const Stats& other);
+};
+
+struct RunResult {
+  Stats total;  // all measured windows merged
+  std::vector<double> window_throughput;
+  bool stable = true;  // false: max_windows reached without agreement
+};
+
+// Called about once a second with what the current window has measured so far.
+using ProgressFn = std::function<void(const Stats& so_far, bool warmup)>;
+
+// Runs warmup, then measurement windows. Errors of individual requests are counted, not
+// returned; the status is an error only when the run cannot start (e.g. bad target).
+absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress);
+
+}  // namespace myops::loadtest

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Smoke run of myops-loadtest against the real myops-server and the echo server: closed
+# loop (unary and stream) and open loop, a second each; asserts zero errors and a
+# well-formed JSON report. No timing assertions.
+#   loadtest_smoke.sh MYOPS_SERVER ECHO_SERVER LOADTEST PYTHON
+set -euo pipefail
+server=$1 echo_server=$2 loadtest=$3 python=$4
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start() {  # start NAME CMD... -> prints the address it listens on
+  local name=$1
+  shift
+  "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 300); do
+    local addr
+    addr=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$work/$name.log" | head -n1 | awk '{print $3}')
+    if [[ -n $addr ]]; then echo "$addr"; return 0; fi
+    sleep 0.1
+  done
+  cat "$work/$name.log" >&2
+  return 1
+}
+
+myops=$(start myops "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0)
+echo_addr=$(start echo "$echo_server" --address 127.0.0.1:0)
+common=(--duration 1 --warmup 0.2 --max-windows 2 --quiet)
+for target in "$myops" "$echo_addr"; do
+  "$loadtest" --target "$target" --concurrency 1,4 --sizes 1KiB,256KiB "${common[@]}" --json "$work/closed.json" --csv "$work/closed.csv"
+  "$loadtest" --target "$target" --concurrency 2 --stream --shape 64,64 "${common[@]}" --json "$work/stream.json"
+  "$loadtest" --target "$target" --rate 300 --poisson --dtype bfloat16 --shape 512 "${common[@]}" --json "$work/open.json"
+  "$python" - "$work" <<'PY'
+import json, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+for name, n in (("closed", 4), ("stream", 1), ("open", 1)):
+    points = json.loads((work / f"{name}.json").read_text())["points"]
+    assert len(points) == n, (name, len(points))
+    for p in points:
+        assert p["errors"] == 0 and p["errors_by_code"] == {}, p
+        assert p["requests_ok"] > 0 and p["throughput_rps"] > 0, p
+        lat = p["latency_us"]
+        assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99_9"] <= lat["max"] * 1.01, lat
+        assert set(p["server_us"]) == {"decode", "queue", "compute", "encode", "total"}, p
+rows = (work / "closed.csv").read_text().splitlines()
+assert len(rows) == 5 and rows[0].startswith("target,mode,concurrency"), rows
+print("loadtest reports OK")
+PY
+done
