@@ -2,6 +2,7 @@
 // admission (in-flight limit), graceful shutdown with requests in flight, health.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -28,6 +29,14 @@ class GatedExecutor final : public Executor {
   }
   void Shutdown() override { Release(1 << 30); }
 
+  std::atomic<int> cancelled_seen_{0};
+
+  // Whether the oldest held job's cancellation check reports true.
+  bool OldestCancelled() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !held_.empty() && held_.front().first.is_cancelled && held_.front().first.is_cancelled();
+  }
+
   void WaitForHeld(size_t n) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return held_.size() >= n; });
@@ -42,6 +51,11 @@ class GatedExecutor final : public Executor {
       }
     }
     for (auto& [job, done] : run) {
+      if (job.is_cancelled && job.is_cancelled()) {
+        cancelled_seen_++;
+        done(absl::CancelledError("cancelled"), JobTiming{});
+        continue;
+      }
       std::memcpy(job.output.data, job.input.data, static_cast<size_t>(job.input.bytes));
       done(absl::OkStatus(), JobTiming{1, 2, "cpu"});
     }
@@ -157,6 +171,28 @@ TEST(ServiceTest, GracefulShutdownCompletesInflightRequestsAndRefusesNewOnes) {
     EXPECT_EQ(c->response.request_id(), c->request.request_id());
   }
   stopper.join();
+}
+
+TEST(ServiceTest, ClientCancellationReachesTheExecutor) {
+  auto gate = std::make_unique<GatedExecutor>();
+  GatedExecutor* g = gate.get();
+  auto t = testing::StartServer(testing::LoopbackOptions(), std::move(gate));
+  ASSERT_TRUE(t.server);
+  AsyncCall call;
+  call.request = MakeRequest(DType::kFloat32, {8}, 1.0, 0.0);
+  call.Start(t.stub.get());
+  g->WaitForHeld(1);
+  call.ctx.TryCancel();
+  EXPECT_EQ(call.Wait().error_code(), grpc::StatusCode::CANCELLED);
+  // The job sees the cancellation when it would run, so it is not computed.
+  bool seen = false;
+  for (int i = 0; i < 400 && !seen; ++i) {
+    seen = g->OldestCancelled();
+    if (!seen) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(seen);
+  g->Release(1);
+  EXPECT_EQ(g->cancelled_seen_.load(), 1);
 }
 
 }  // namespace
