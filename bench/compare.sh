@@ -11,38 +11,17 @@ myops_build >/dev/null
 B="$MYOPS_BUILD_DIR"
 OUT="$MYOPS_REPO/bench/results/compare"
 mkdir -p "$OUT"
-TMP="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-# start NAME PRELOAD CMD...: runs a server on a free port and prints its address.
-start() {
-  local name="$1" preload="$2"
-  shift 2
-  LD_PRELOAD="$preload" "$@" >"$TMP/$name.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 300); do
-    local addr
-    addr="$(grep -oE 'listening on [0-9.]+:[0-9]+' "$TMP/$name.log" | head -n1 | awk '{print $3}')"
-    if [ -n "$addr" ]; then echo "$addr"; return 0; fi
-    sleep 0.1
-  done
-  echo "$name did not start:" >&2
-  cat "$TMP/$name.log" >&2
-  return 1
-}
+source "$MYOPS_REPO/scripts/servers.sh"
 
 TCMALLOC="$(ls /usr/lib/*/libtcmalloc_minimal.so.4 2>/dev/null | head -n1)"
 MAX=$((1 << 30))
 declare -A ADDR
-ADDR[echo]="$(start echo "$TCMALLOC" "$B/bench/echo_server/echo_server" --address 127.0.0.1:0 --max-message-bytes $MAX)"
-ADDR[myops]="$(start myops "" "$B/server/myops-server" --address 127.0.0.1:0 --devices cpu --max-message-bytes $MAX --max-inflight 256)"
-ADDR[python]="$(start python "" python "$MYOPS_REPO/bench/peers/python_server.py" --address 127.0.0.1:0 --max-message-bytes $MAX)"
+myops_start echo "$TCMALLOC" "$B/bench/echo_server/echo_server" --address 127.0.0.1:0 --max-message-bytes $MAX
+ADDR[echo]="$MYOPS_ADDR"
+myops_start myops "" "$B/server/myops-server" --address 127.0.0.1:0 --devices cpu --max-message-bytes $MAX --max-inflight 256
+ADDR[myops]="$MYOPS_ADDR"
+myops_start python "" python "$MYOPS_REPO/bench/peers/python_server.py" --address 127.0.0.1:0 --max-message-bytes $MAX
+ADDR[python]="$MYOPS_ADDR"
 
 for name in echo myops python; do
   echo "== $name (${ADDR[$name]})"

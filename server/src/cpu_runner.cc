@@ -8,20 +8,6 @@
 namespace myops::server {
 namespace {
 
-c10::ScalarType ToScalarType(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-    case DType::kFloat16:
-      return at::kHalf;
-    case DType::kBFloat16:
-      return at::kBFloat16;
-  }
-  return at::kFloat;
-}
-
 class CpuRunner final : public DeviceRunner {
  public:
   void Run(const Job& job, int64_t* compute_ns) override {
@@ -36,6 +22,20 @@ class CpuRunner final : public DeviceRunner {
 };
 
 }  // namespace
+
+c10::ScalarType ToScalarType(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return at::kFloat;
+    case DType::kFloat64:
+      return at::kDouble;
+    case DType::kFloat16:
+      return at::kHalf;
+    case DType::kBFloat16:
+      return at::kBFloat16;
+  }
+  return at::kFloat;
+}
 
 at::Tensor WrapCpu(const void* data, const std::vector<int64_t>& shape, DType dtype) {
   // from_blob never frees; the tensor is read-only in practice for inputs.

@@ -31,6 +31,9 @@ std::unique_ptr<DeviceRunner> MakeCudaRunner(int index);
 RuntimeInfo::DeviceInfo CudaDeviceInfo(int index);
 std::string CudaBuildVersion();
 
+// The PyTorch dtype of a wire dtype.
+c10::ScalarType ToScalarType(DType dtype);
+
 // Wraps a view as a tensor without copying (CPU memory).
 at::Tensor WrapCpu(const void* data, const std::vector<int64_t>& shape, DType dtype);
 

@@ -5,32 +5,13 @@
 #   loadtest_smoke.sh MYOPS_SERVER ECHO_SERVER LOADTEST PYTHON
 set -euo pipefail
 server=$1 echo_server=$2 loadtest=$3 python=$4
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/../../scripts/servers.sh"
+work="$MYOPS_SERVERS_DIR"
 
-start() {  # start NAME CMD... -> prints the address it listens on
-  local name=$1
-  shift
-  "$@" >"$work/$name.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 300); do
-    local addr
-    addr=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$work/$name.log" | head -n1 | awk '{print $3}')
-    if [[ -n $addr ]]; then echo "$addr"; return 0; fi
-    sleep 0.1
-  done
-  cat "$work/$name.log" >&2
-  return 1
-}
-
-myops=$(start myops "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0)
-echo_addr=$(start echo "$echo_server" --address 127.0.0.1:0)
+myops_start myops "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0
+myops=$MYOPS_ADDR
+myops_start echo "" "$echo_server" --address 127.0.0.1:0
+echo_addr=$MYOPS_ADDR
 common=(--duration 1 --warmup 0.2 --max-windows 2 --quiet)
 for target in "$myops" "$echo_addr"; do
   "$loadtest" --target "$target" --concurrency 1,4 --sizes 1KiB,256KiB "${common[@]}" --json "$work/closed.json" --csv "$work/closed.csv"

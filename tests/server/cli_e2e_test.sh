@@ -5,22 +5,10 @@
 #   cli_e2e_test.sh MYOPS_SERVER MYOPS_CLI PYTHON
 set -euo pipefail
 server=$1 cli=$2 python=$3
-work=$(mktemp -d)
-pid=
-cleanup() {
-  [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 >"$work/server.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do
-  addr=$(grep -oE 'listening on [0-9.]+:[0-9]+' "$work/server.log" | awk '{print $3}') || true
-  [[ -n ${addr:-} ]] && break
-  sleep 0.1
-done
-[[ -n ${addr:-} ]] || { cat "$work/server.log"; exit 1; }
+source "$(dirname "$0")/../../scripts/servers.sh"
+work="$MYOPS_SERVERS_DIR"
+myops_start server "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0
+addr=$MYOPS_ADDR pid=$MYOPS_PID
 
 "$cli" --target "$addr" health | grep -q SERVING
 "$cli" --target "$addr" info | grep -q "myops::scale_shift"
@@ -42,5 +30,4 @@ grep -q 'device "cuda:3" is not available on this server' "$work/err" || { cat "
 
 kill -TERM "$pid"
 wait "$pid"
-pid=
 echo "myops-cli against myops-server: OK"

@@ -6,23 +6,10 @@
 #include <cstring>
 
 #include "myops/ops.h"
+#include "runner.h"
 
 namespace myops::server::testing {
 namespace {
-
-at::ScalarType ToScalarType(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return at::kFloat;
-    case DType::kFloat64:
-      return at::kDouble;
-    case DType::kFloat16:
-      return at::kHalf;
-    case DType::kBFloat16:
-      return at::kBFloat16;
-  }
-  return at::kFloat;
-}
 
 std::string Bytes(const at::Tensor& t) {
   at::Tensor c = t.contiguous();
