@@ -11,6 +11,9 @@ if(MYOPS_BUILD_SERVER)
   find_package(gRPC CONFIG REQUIRED)
   find_package(absl CONFIG REQUIRED)
 endif()
+if(NOT MYOPS_BUILD_OPS)
+  return()  # proto/ + client/ only: no CUDA, no torch.
+endif()
 
 set(MYOPS_CUDA OFF)
 if(NOT MYOPS_WITH_CUDA STREQUAL "OFF")

@@ -37,7 +37,11 @@ else
 fi
 
 # --- Python virtualenv with pinned torch --------------------------------------------
-PY_REQS=("torch==${TORCH_VERSION}" numpy pytest expecttest hypothesis)
+# Beyond torch and the test tools: ml_dtypes (bfloat16 arrays), grpcio/grpcio-tools (the
+# benchmark peers), scikit-build-core (pip install ./client/python), matplotlib (bench
+# plots), pyyaml (deploy manifest tests). setuptools stays below 82, as torch 2.11 requires.
+PY_REQS=("torch==${TORCH_VERSION}" numpy pytest expecttest hypothesis ml_dtypes grpcio
+         grpcio-tools scikit-build-core matplotlib pyyaml "setuptools<82")
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"
   python3 -m venv "$VENV"

@@ -1,0 +1,116 @@
+"""Conversion between user arrays and the native core's generic form.
+
+The core (``myops_client._core``) takes a wire dtype code, a shape tuple and a
+C-contiguous buffer, and returns a ``Result`` that owns the output bytes.
+This module turns numpy arrays (float16/float32/float64, and bfloat16 through
+``ml_dtypes``) and CPU torch tensors into that form, copying only when the
+input is not C-contiguous (or not in native byte order), and wraps results
+back without copying. torch and ml_dtypes are never imported here: an input
+can only be of their types if the user imported them already.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Union
+
+import numpy as np
+
+# Wire dtype codes (myops.v1.DType).
+FLOAT32, FLOAT64, FLOAT16, BFLOAT16 = 1, 2, 3, 4
+
+_NUMPY_CODES: dict[np.dtype, int] = {
+    np.dtype(np.float32): FLOAT32,
+    np.dtype(np.float64): FLOAT64,
+    np.dtype(np.float16): FLOAT16,
+}
+_SUPPORTED = "float16, float32, float64, bfloat16 (ml_dtypes or torch)"
+
+# How to turn a Result into the output: a numpy dtype (frombuffer + reshape)
+# or a function of (result, shape).
+Output = Union[np.dtype, Callable[[Any, tuple[int, ...]], Any]]
+
+
+def _unsupported(dtype: object) -> TypeError:
+    return TypeError(
+        f"scale_shift: unsupported dtype {dtype}; supported: {_SUPPORTED}")
+
+
+def encode(x: Any) -> tuple[int, tuple[int, ...], Any, Output]:
+    """(dtype code, shape, C-contiguous buffer, output) for input ``x``.
+
+    ``x`` itself is never modified; the buffer is ``x`` when ``x`` is already
+    a C-contiguous native-endian numpy array, else a contiguous copy.
+    """
+    if type(x) is not np.ndarray:
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(x, torch.Tensor):
+            return _encode_torch(x, torch)
+        x = np.asarray(x)
+    dtype = x.dtype
+    code = _NUMPY_CODES.get(dtype)
+    if code is None:
+        return _encode_other_numpy(x)
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    return code, x.shape, x, dtype
+
+
+def decode(result: Any, shape: tuple[int, ...], output: Output) -> Any:
+    """The output array (or tensor) viewing ``result``'s bytes (no copy)."""
+    if isinstance(output, np.dtype):
+        return np.frombuffer(result, output).reshape(shape)
+    return output(result, shape)
+
+
+def _encode_other_numpy(x: np.ndarray) -> tuple[int, tuple[int, ...], Any, Output]:
+    """bfloat16 (ml_dtypes) and non-native byte orders; TypeError otherwise."""
+    dtype = x.dtype
+    ml_dtypes = sys.modules.get("ml_dtypes")
+    if ml_dtypes is not None and dtype == ml_dtypes.bfloat16:
+        data = np.ascontiguousarray(x).view(np.uint16)
+        return BFLOAT16, x.shape, data, dtype
+    if not dtype.isnative:
+        native = dtype.newbyteorder("=")
+        code = _NUMPY_CODES.get(native)
+        if code is not None:
+            def to_input_order(result: Any, shape: tuple[int, ...]) -> np.ndarray:
+                return np.frombuffer(result, native).reshape(shape).astype(
+                    dtype)
+            return code, x.shape, x.astype(native, order="C"), to_input_order
+    raise _unsupported(dtype)
+
+
+_TORCH_CODES: dict[Any, int] = {}
+
+
+def _encode_torch(x: Any, torch: Any) -> tuple[int, tuple[int, ...], Any, Output]:
+    """A CPU tensor as numpy (zero-copy when contiguous); torch comes back."""
+    if not _TORCH_CODES:
+        _TORCH_CODES.update({torch.float32: FLOAT32, torch.float64: FLOAT64,
+                             torch.float16: FLOAT16, torch.bfloat16: BFLOAT16})
+    code = _TORCH_CODES.get(x.dtype)
+    if code is None:
+        raise _unsupported(x.dtype)
+    if x.layout != torch.strided:
+        raise TypeError(f"scale_shift: expected a dense (strided) tensor, "
+                        f"got layout {x.layout}")
+    if x.device.type != "cpu":
+        raise ValueError(
+            f"scale_shift: expected a CPU tensor, got one on {x.device}; "
+            f"move it with .cpu() (the server's device is chosen with "
+            f"device=...)")
+    t = x.detach().resolve_neg().contiguous()
+    torch_dtype = x.dtype
+    if code == BFLOAT16:
+        data = t.view(torch.int16).numpy()
+        wire = np.dtype(np.int16)
+    else:
+        data = t.numpy()
+        wire = data.dtype
+
+    def to_tensor(result: Any, shape: tuple[int, ...]) -> Any:
+        out = torch.from_numpy(np.frombuffer(result, wire).reshape(shape))
+        return out.view(torch_dtype) if code == BFLOAT16 else out
+
+    return code, tuple(t.shape), data, to_tensor

@@ -1,0 +1,196 @@
+/* Argument parsing for the Client type (see args.h). */
+#include "args.h"
+
+#include <cmath>
+#include <limits>
+
+namespace myops_python {
+
+/* Seconds from a timeout argument: an int or float (not bool), finite and
+ * > 0. TypeError / ValueError naming `what` otherwise. */
+int
+parse_timeout(PyObject *value, const char *what, double *seconds)
+{
+    if (PyBool_Check(value) ||
+        !(PyFloat_Check(value) || PyLong_Check(value))) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s must be a number of seconds (int or float), not %T",
+                     what, value);
+        return -1;
+    }
+    double v = PyFloat_AsDouble(value);
+    if (v == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (!(v > 0.0) || !(v <= kMaxTimeout)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s must be > 0 and at most %d seconds, got %R", what,
+                     static_cast<int>(kMaxTimeout), value);
+        return -1;
+    }
+    *seconds = v;
+    return 0;
+}
+
+/* A deadline of `seconds` as whole milliseconds, at least 1. */
+std::chrono::milliseconds
+to_millis(double seconds)
+{
+    return std::chrono::milliseconds(
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(seconds * 1e3))));
+}
+
+/* repr() of a double, for messages. */
+std::string
+float_repr(double value)
+{
+    char *text = PyOS_double_to_string(value, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (text == NULL) {
+        PyErr_Clear();
+        return "?";
+    }
+    std::string out(text);
+    PyMem_Free(text);
+    return out;
+}
+
+/* Non-negative finite seconds (a backoff) as milliseconds. */
+int
+parse_backoff(double seconds, const char *what, std::chrono::milliseconds *out)
+{
+    if (!(seconds >= 0.0) || !(seconds <= kMaxTimeout)) {
+        PyErr_Format(
+            PyExc_ValueError, "%s must be >= 0 and at most %d seconds, got %s",
+            what, static_cast<int>(kMaxTimeout), float_repr(seconds).c_str());
+        return -1;
+    }
+    *out = std::chrono::milliseconds(
+        static_cast<int64_t>(std::llround(seconds * 1e3)));
+    return 0;
+}
+
+/* Optional PEM text: None, str or bytes. */
+int
+parse_pem(PyObject *value, const char *what, std::string *out)
+{
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    const char *data;
+    Py_ssize_t size;
+    if (PyUnicode_Check(value)) {
+        data = PyUnicode_AsUTF8AndSize(value, &size);
+        if (data == NULL) {
+            return -1;
+        }
+    }
+    else if (PyBytes_Check(value)) {
+        data = PyBytes_AS_STRING(value);
+        size = PyBytes_GET_SIZE(value);
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+                     "%s must be PEM text (str or bytes) or None, not %T",
+                     what, value);
+        return -1;
+    }
+    out->assign(data, static_cast<size_t>(size));
+    return 0;
+}
+
+/* channel_args: a dict of gRPC channel argument names to int or str. */
+int
+parse_channel_args(PyObject *value, mc::ClientOptions *options)
+{
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (!PyDict_Check(value)) {
+        PyErr_Format(
+            PyExc_TypeError,
+            "channel_args must be a dict of str to int or str, not %T", value);
+        return -1;
+    }
+    PyObject *key, *item;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(value, &pos, &key, &item)) {
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError,
+                         "channel_args keys must be str, not %T", key);
+            return -1;
+        }
+        const char *name = PyUnicode_AsUTF8(key);
+        if (name == NULL) {
+            return -1;
+        }
+        if (PyLong_Check(item) && !PyBool_Check(item)) {
+            int overflow;
+            long v = PyLong_AsLongAndOverflow(item, &overflow);
+            if (v == -1 && PyErr_Occurred()) {
+                return -1;
+            }
+            if (overflow || v < INT32_MIN || v > INT32_MAX) {
+                PyErr_Format(PyExc_ValueError,
+                             "channel_args[%R] = %R does not fit in a C int",
+                             key, item);
+                return -1;
+            }
+            options->int_channel_args[name] = static_cast<int>(v);
+        }
+        else if (PyUnicode_Check(item)) {
+            const char *text = PyUnicode_AsUTF8(item);
+            if (text == NULL) {
+                return -1;
+            }
+            options->string_channel_args[name] = text;
+        }
+        else {
+            PyErr_Format(PyExc_TypeError,
+                         "channel_args[%R] must be int or str, not %T", key,
+                         item);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Dims of a shape argument (a tuple, or a list, of ints >= 0). */
+int
+parse_shape(PyObject *value, std::vector<int64_t> *shape)
+{
+    PyObject *tuple;
+    if (PyTuple_Check(value)) {
+        tuple = Py_NewRef(value);
+    }
+    else if (PyList_Check(value)) {
+        tuple = PyList_AsTuple(value); /* a list could change under us */
+        if (tuple == NULL) {
+            return -1;
+        }
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "shape must be a tuple of ints, not %T",
+                     value);
+        return -1;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    shape->resize(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        long long dim = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+        if (dim == -1 && PyErr_Occurred()) {
+            Py_DECREF(tuple);
+            return -1;
+        }
+        if (dim < 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "shape[%zd] is %lld; expected dims >= 0", i, dim);
+            Py_DECREF(tuple);
+            return -1;
+        }
+        (*shape)[static_cast<size_t>(i)] = dim;
+    }
+    Py_DECREF(tuple);
+    return 0;
+}
+
+}  // namespace myops_python

@@ -1,0 +1,72 @@
+/* Argument parsing shared by the Client type: timeouts, backoffs, PEM data,
+ * channel arguments and shapes, each with a TypeError/ValueError naming the
+ * argument, and a scoped Py_buffer. All need the GIL.
+ */
+#ifndef MYOPS_PYTHON_ARGS_H_
+#define MYOPS_PYTHON_ARGS_H_
+
+#include "module.h"
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "myops/client/options.h"
+
+namespace myops_python {
+
+namespace mc = ::myops::client;
+
+constexpr double kMaxTimeout = 1e9; /* seconds; ~31 years */
+
+/* Seconds from a timeout argument: an int or float (not bool), finite and
+ * > 0. TypeError / ValueError naming `what` otherwise. */
+int parse_timeout(PyObject *value, const char *what, double *seconds);
+
+/* A deadline of `seconds` as whole milliseconds, at least 1. */
+std::chrono::milliseconds to_millis(double seconds);
+
+/* repr() of a double, for messages. */
+std::string float_repr(double value);
+
+/* Non-negative finite seconds (a backoff) as milliseconds. */
+int parse_backoff(double seconds, const char *what,
+                  std::chrono::milliseconds *out);
+
+/* Optional PEM text: None, str or bytes. */
+int parse_pem(PyObject *value, const char *what, std::string *out);
+
+/* channel_args: a dict of gRPC channel argument names to int or str. */
+int parse_channel_args(PyObject *value, mc::ClientOptions *options);
+
+/* Dims of a shape argument (a tuple, or a list, of ints >= 0). */
+int parse_shape(PyObject *value, std::vector<int64_t> *shape);
+
+/* A Py_buffer released (with the GIL held) when it goes out of scope. */
+class BufferHolder {
+public:
+    BufferHolder()
+    {
+        view_.obj = NULL;
+    }
+    ~BufferHolder()
+    {
+        if (view_.obj != NULL) {
+            PyBuffer_Release(&view_);
+        }
+    }
+    BufferHolder(const BufferHolder &) = delete;
+    BufferHolder &operator=(const BufferHolder &) = delete;
+    Py_buffer *get()
+    {
+        return &view_;
+    }
+
+private:
+    Py_buffer view_;
+};
+
+}  // namespace myops_python
+
+#endif  // MYOPS_PYTHON_ARGS_H_

@@ -1,0 +1,600 @@
+/* myops_client._core.Client: one myops::client::Client (one gRPC channel)
+ * per object, shared by every thread that uses the object.
+ *
+ * Thread-safety: the C++ client is thread-safe; each call copies the
+ * shared_ptr to it while holding the GIL and releases the GIL for the RPC, so
+ * close() or a second __init__ during calls in flight is safe (the old client
+ * lives until those calls return). Subclassable; instances have a __dict__
+ * and weak references, and take part in cyclic GC through the __dict__.
+ */
+#include "args.h"
+#include "module.h"
+
+#if PY_VERSION_HEX < 0x030C0000
+#include <structmember.h>
+#define Py_T_PYSSIZET T_PYSSIZET
+#define Py_READONLY READONLY
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "myops/client/client.h"
+
+namespace myops_python {
+namespace {
+
+using ClientHandle = std::shared_ptr<mc::Client>;
+
+constexpr double kDefaultTimeout = 30.0;           /* seconds */
+constexpr long long kMaxMessageBytes = 2147483647; /* gRPC's limit */
+
+struct ClientObject {
+    PyObject_HEAD
+    PyObject *dict;        /* __dict__, or NULL */
+    PyObject *weakreflist; /* weak references, or NULL */
+    PyObject *target;      /* str; NULL before __init__ */
+    double timeout;        /* seconds, > 0: deadline of every call */
+    ClientHandle *handle;  /* never NULL; empty before __init__/after close */
+};
+
+ClientObject *
+as_client(PyObject *op)
+{
+    return reinterpret_cast<ClientObject *>(op);
+}
+
+/* The call options of one call: the per-call timeout (None: the client's)
+ * and device (None or str). */
+int
+parse_call_options(ClientObject *self, PyObject *timeout, PyObject *device,
+                   mc::CallOptions *call)
+{
+    double seconds = self->timeout;
+    if (timeout != NULL && timeout != Py_None &&
+        parse_timeout(timeout, "timeout", &seconds) < 0) {
+        return -1;
+    }
+    call->deadline = to_millis(seconds);
+    if (device != NULL && device != Py_None) {
+        if (!PyUnicode_Check(device)) {
+            PyErr_Format(PyExc_TypeError,
+                         "device must be a str ('', 'cpu', 'cuda', "
+                         "'cuda:N'), not %T",
+                         device);
+            return -1;
+        }
+        Py_ssize_t size;
+        const char *text = PyUnicode_AsUTF8AndSize(device, &size);
+        if (text == NULL) {
+            return -1;
+        }
+        call->device.assign(text, static_cast<size_t>(size));
+    }
+    return 0;
+}
+
+/* The C++ client of an initialized, open Client; ValueError otherwise. */
+ClientHandle
+open_handle(ClientObject *self)
+{
+    ClientHandle handle = *self->handle;
+    if (handle == nullptr) {
+        PyErr_SetString(PyExc_ValueError,
+                        self->target == NULL
+                            ? "the Client is not initialized (call __init__)"
+                            : "the Client is closed");
+    }
+    return handle;
+}
+
+/* ---- slots -------------------------------------------------------------- */
+
+PyObject *
+client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    (void)args;
+    (void)kwds;
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        auto handle = std::make_unique<ClientHandle>();
+        ClientObject *self =
+            reinterpret_cast<ClientObject *>(type->tp_alloc(type, 0));
+        if (self == NULL) {
+            return NULL;
+        }
+        self->timeout = kDefaultTimeout;
+        self->handle = handle.release();
+        return reinterpret_cast<PyObject *>(self);
+    });
+}
+
+int
+client_init(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    ClientObject *self = as_client(op);
+    return guarded(-1, [&]() -> int {
+        static const char *kwlist[] = {"target",
+                                       "timeout",
+                                       "max_message_bytes",
+                                       "retries",
+                                       "retry_backoff",
+                                       "max_retry_backoff",
+                                       "root_certificates",
+                                       "private_key",
+                                       "certificate_chain",
+                                       "channel_args",
+                                       NULL};
+        PyObject *target = NULL, *timeout_obj = NULL, *root = NULL;
+        PyObject *key = NULL, *chain = NULL, *channel_args = NULL;
+        long long max_message_bytes = 1LL << 30;
+        int retries = 2;
+        double retry_backoff = 0.1, max_retry_backoff = 2.0;
+        if (!PyArg_ParseTupleAndKeywords(
+                args, kwds, "U|$OLiddOOOO:Client", const_cast<char **>(kwlist),
+                &target, &timeout_obj, &max_message_bytes, &retries,
+                &retry_backoff, &max_retry_backoff, &root, &key, &chain,
+                &channel_args)) {
+            return -1;
+        }
+        double timeout = kDefaultTimeout;
+        if (timeout_obj != NULL &&
+            parse_timeout(timeout_obj, "timeout", &timeout) < 0) {
+            return -1;
+        }
+        if (max_message_bytes < 1 || max_message_bytes > kMaxMessageBytes) {
+            PyErr_Format(PyExc_ValueError,
+                         "max_message_bytes must be in [1, %lld], got %lld",
+                         kMaxMessageBytes, max_message_bytes);
+            return -1;
+        }
+        if (retries < 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "retries must be >= 0 (0: no retries), got %d",
+                         retries);
+            return -1;
+        }
+        mc::ClientOptions options;
+        Py_ssize_t target_size;
+        const char *target_text =
+            PyUnicode_AsUTF8AndSize(target, &target_size);
+        if (target_text == NULL) {
+            return -1;
+        }
+        options.target.assign(target_text, static_cast<size_t>(target_size));
+        options.default_deadline = to_millis(timeout);
+        options.max_message_bytes = static_cast<int>(max_message_bytes);
+        options.retry.max_attempts = retries + 1;
+        if (parse_backoff(retry_backoff, "retry_backoff",
+                          &options.retry.initial_backoff) < 0 ||
+            parse_backoff(max_retry_backoff, "max_retry_backoff",
+                          &options.retry.max_backoff) < 0) {
+            return -1;
+        }
+        if (options.retry.max_backoff < options.retry.initial_backoff) {
+            PyErr_Format(PyExc_ValueError,
+                         "max_retry_backoff (%s s) must be >= retry_backoff "
+                         "(%s s)",
+                         float_repr(max_retry_backoff).c_str(),
+                         float_repr(retry_backoff).c_str());
+            return -1;
+        }
+        if (parse_pem(root, "root_certificates", &options.tls.root_ca_pem) <
+                0 ||
+            parse_pem(key, "private_key", &options.tls.client_key_pem) < 0 ||
+            parse_pem(chain, "certificate_chain",
+                      &options.tls.client_cert_pem) < 0 ||
+            parse_channel_args(channel_args, &options) < 0) {
+            return -1;
+        }
+        absl::StatusOr<std::unique_ptr<mc::Client>> client =
+            mc::Client::Create(std::move(options));
+        if (!client.ok()) {
+            ModuleState *state = find_state(Py_TYPE(op));
+            if (state != NULL) {
+                set_status_error(state, client.status());
+            }
+            return -1;
+        }
+        *self->handle = ClientHandle(std::move(*client));
+        Py_XSETREF(self->target, Py_NewRef(target));
+        self->timeout = timeout;
+        return 0;
+    });
+}
+
+int
+client_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    ClientObject *self = as_client(op);
+    Py_VISIT(Py_TYPE(op)); /* heap type: instances own a reference */
+    Py_VISIT(self->dict);
+    return 0;
+}
+
+int
+client_clear(PyObject *op)
+{
+    Py_CLEAR(as_client(op)->dict);
+    return 0;
+}
+
+void
+client_dealloc(PyObject *op)
+{
+    ClientObject *self = as_client(op);
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs(op);
+    }
+    (void)client_clear(op);
+    Py_CLEAR(self->target);
+    delete self->handle; /* the channel closes once calls in flight end */
+    self->handle = NULL;
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+PyObject *
+client_repr(PyObject *op)
+{
+    ClientObject *self = as_client(op);
+    PyObject *timeout = PyFloat_FromDouble(self->timeout);
+    if (timeout == NULL) {
+        return NULL;
+    }
+    PyObject *repr = PyUnicode_FromFormat(
+        "<%s target=%R timeout=%R%s>", Py_TYPE(op)->tp_name,
+        self->target != NULL ? self->target : Py_None, timeout,
+        *self->handle == nullptr ? " closed" : "");
+    Py_DECREF(timeout);
+    return repr;
+}
+
+/* ---- getters and setters ------------------------------------------------ */
+
+PyObject *
+client_get_target(PyObject *op, void *Py_UNUSED(closure))
+{
+    ClientObject *self = as_client(op);
+    return Py_NewRef(self->target != NULL ? self->target : Py_None);
+}
+
+PyObject *
+client_get_timeout(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyFloat_FromDouble(as_client(op)->timeout);
+}
+
+int
+client_set_timeout(PyObject *op, PyObject *value, void *Py_UNUSED(closure))
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "cannot delete the timeout");
+        return -1;
+    }
+    double seconds;
+    if (parse_timeout(value, "timeout", &seconds) < 0) {
+        return -1;
+    }
+    as_client(op)->timeout = seconds;
+    return 0;
+}
+
+PyObject *
+client_get_max_message_bytes(PyObject *op, void *Py_UNUSED(closure))
+{
+    const ClientHandle &handle = *as_client(op)->handle;
+    if (handle == nullptr) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLong(handle->options().max_message_bytes);
+}
+
+PyObject *
+client_get_closed(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(*as_client(op)->handle == nullptr);
+}
+
+/* ---- methods ------------------------------------------------------------ */
+
+/* _scale_shift(dtype, shape, data, alpha, beta, device=None, timeout=None, /)
+ * Positional only: this is the fast path the Python layer calls. */
+PyObject *
+client_scale_shift(PyObject *op, PyTypeObject *defining_class,
+                   PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    ClientObject *self = as_client(op);
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < 5 ||
+            nargs > 7) {
+            PyErr_Format(PyExc_TypeError,
+                         "_scale_shift() takes 5 to 7 positional arguments "
+                         "(dtype, shape, data, alpha, beta[, device[, "
+                         "timeout]]), got %zd positional and %zd keyword",
+                         nargs,
+                         kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+            return NULL;
+        }
+        ModuleState *state =
+            static_cast<ModuleState *>(PyType_GetModuleState(defining_class));
+        long dtype = PyLong_AsLong(args[0]);
+        if (dtype == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (mc::DTypeItemSize(static_cast<mc::DType>(dtype)) == 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "dtype code %ld is not one of 1 (float32), 2 "
+                         "(float64), 3 (float16), 4 (bfloat16)",
+                         dtype);
+            return NULL;
+        }
+        mc::TensorView view;
+        view.dtype = static_cast<mc::DType>(dtype);
+        if (parse_shape(args[1], &view.shape) < 0) {
+            return NULL;
+        }
+        BufferHolder buffer;
+        if (PyObject_GetBuffer(args[2], buffer.get(), PyBUF_C_CONTIGUOUS) <
+            0) {
+            return NULL;
+        }
+        view.data = buffer.get()->buf;
+        view.size_bytes = static_cast<size_t>(buffer.get()->len);
+        const double alpha = PyFloat_AsDouble(args[3]);
+        if (alpha == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        const double beta = PyFloat_AsDouble(args[4]);
+        if (beta == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        mc::CallOptions call;
+        if (parse_call_options(self, nargs > 6 ? args[6] : NULL,
+                               nargs > 5 ? args[5] : NULL, &call) < 0) {
+            return NULL;
+        }
+        ClientHandle client = open_handle(self);
+        if (client == nullptr) {
+            return NULL;
+        }
+        absl::StatusOr<mc::ScaleShiftResult> result;
+        {
+            GilRelease nogil;
+            result = client->ScaleShift(view, alpha, beta, call);
+        }
+        if (!result.ok()) {
+            return set_status_error(state, result.status());
+        }
+        return result_from(state, *std::move(result));
+    });
+}
+
+PyObject *
+client_server_info(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    ClientObject *self = as_client(op);
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        static const char *kwlist[] = {"timeout", NULL};
+        PyObject *timeout = NULL;
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O:server_info",
+                                         const_cast<char **>(kwlist),
+                                         &timeout)) {
+            return NULL;
+        }
+        mc::CallOptions call;
+        if (parse_call_options(self, timeout, NULL, &call) < 0) {
+            return NULL;
+        }
+        ClientHandle client = open_handle(self);
+        if (client == nullptr) {
+            return NULL;
+        }
+        absl::StatusOr<mc::ServerInfo> info;
+        {
+            GilRelease nogil;
+            info = client->GetServerInfo(call);
+        }
+        if (!info.ok()) {
+            ModuleState *state = find_state(Py_TYPE(op));
+            return state == NULL ? NULL
+                                 : set_status_error(state, info.status());
+        }
+        PyObject *devices = PyList_New(0);
+        PyObject *operators = PyList_New(0);
+        if (devices == NULL || operators == NULL) {
+            Py_XDECREF(devices);
+            Py_XDECREF(operators);
+            return NULL;
+        }
+        for (const mc::DeviceInfo &d : info->devices) {
+            PyObject *item =
+                Py_BuildValue("{s:s#,s:s#,s:L}", "name", d.name.data(),
+                              static_cast<Py_ssize_t>(d.name.size()),
+                              "description", d.description.data(),
+                              static_cast<Py_ssize_t>(d.description.size()),
+                              "total_memory_bytes",
+                              static_cast<long long>(d.total_memory_bytes));
+            if (item == NULL || PyList_Append(devices, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(devices);
+                Py_DECREF(operators);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+        for (const mc::OperatorInfo &o : info->operators) {
+            PyObject *item = Py_BuildValue(
+                "{s:s#,s:s#}", "name", o.name.data(),
+                static_cast<Py_ssize_t>(o.name.size()), "schema",
+                o.schema.data(), static_cast<Py_ssize_t>(o.schema.size()));
+            if (item == NULL || PyList_Append(operators, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(devices);
+                Py_DECREF(operators);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+        /* "N" steals the lists' references, also on failure. */
+        return Py_BuildValue(
+            "{s:s#,s:s#,s:s#,s:N,s:N,s:{s:L,s:L,s:L},s:i}", "myops_version",
+            info->myops_version.data(),
+            static_cast<Py_ssize_t>(info->myops_version.size()),
+            "torch_version", info->torch_version.data(),
+            static_cast<Py_ssize_t>(info->torch_version.size()),
+            "cuda_version", info->cuda_version.data(),
+            static_cast<Py_ssize_t>(info->cuda_version.size()), "devices",
+            devices, "operators", operators, "limits", "max_message_bytes",
+            static_cast<long long>(info->limits.max_message_bytes),
+            "max_elements", static_cast<long long>(info->limits.max_elements),
+            "max_inflight", static_cast<long long>(info->limits.max_inflight),
+            "workers", static_cast<int>(info->workers));
+    });
+}
+
+PyObject *
+client_health(PyObject *op, PyObject *args, PyObject *kwds)
+{
+    ClientObject *self = as_client(op);
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        static const char *kwlist[] = {"service", "timeout", NULL};
+        const char *service = "";
+        Py_ssize_t service_size = 0;
+        PyObject *timeout = NULL;
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "|s#$O:health",
+                                         const_cast<char **>(kwlist), &service,
+                                         &service_size, &timeout)) {
+            return NULL;
+        }
+        mc::CallOptions call;
+        if (parse_call_options(self, timeout, NULL, &call) < 0) {
+            return NULL;
+        }
+        ClientHandle client = open_handle(self);
+        if (client == nullptr) {
+            return NULL;
+        }
+        const std::string name(service, static_cast<size_t>(service_size));
+        absl::StatusOr<bool> serving;
+        {
+            GilRelease nogil;
+            serving = client->Health(name, call);
+        }
+        if (!serving.ok()) {
+            ModuleState *state = find_state(Py_TYPE(op));
+            return state == NULL ? NULL
+                                 : set_status_error(state, serving.status());
+        }
+        return PyBool_FromLong(*serving);
+    });
+}
+
+PyObject *
+client_close(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        /* Calls in flight keep their own reference to the C++ client. */
+        ClientHandle old;
+        old.swap(*as_client(op)->handle);
+        Py_RETURN_NONE;
+    });
+}
+
+PyMemberDef client_members[] = {
+    {"__dictoffset__", Py_T_PYSSIZET, offsetof(ClientObject, dict),
+     Py_READONLY, NULL},
+    {"__weaklistoffset__", Py_T_PYSSIZET, offsetof(ClientObject, weakreflist),
+     Py_READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+PyGetSetDef client_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"target", client_get_target, NULL,
+     PyDoc_STR("The gRPC target (read-only)."), NULL},
+    {"timeout", client_get_timeout, client_set_timeout,
+     PyDoc_STR("Deadline of every call without its own timeout, seconds "
+               "(> 0)."),
+     NULL},
+    {"max_message_bytes", client_get_max_message_bytes, NULL,
+     PyDoc_STR("Largest message sent or received, bytes (read-only; None "
+               "when closed)."),
+     NULL},
+    {"closed", client_get_closed, NULL,
+     PyDoc_STR("Whether close() was called (or __init__ was not)."), NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyMethodDef client_methods[] = {
+    {"_scale_shift",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_scale_shift)),
+     METH_METHOD | METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_scale_shift(dtype, shape, data, alpha, beta, device=None, "
+               "timeout=None, /)\n--\n\n"
+               "alpha * x + beta on the server, for x given as a dtype code, "
+               "a shape and a C-contiguous buffer of its bytes. Returns a "
+               "Result. The GIL is released during the call.")},
+    {"server_info",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_server_info)),
+     METH_VARARGS | METH_KEYWORDS,
+     PyDoc_STR("server_info(*, timeout=None)\n--\n\n"
+               "The server's versions, devices, operators, limits and "
+               "workers, as a dict.")},
+    {"health",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_health)),
+     METH_VARARGS | METH_KEYWORDS,
+     PyDoc_STR("health(service='', *, timeout=None)\n--\n\n"
+               "True when the server (or `service`) is SERVING, False when "
+               "not; raises Error when the check fails.")},
+    {"close", client_close, METH_NOARGS,
+     PyDoc_STR("close()\n--\n\n"
+               "Close the channel (once calls in flight end). Idempotent; "
+               "later calls raise ValueError.")},
+    {NULL, NULL, 0, NULL},
+};
+
+PyType_Slot client_slots[] = {
+    {Py_tp_doc,
+     const_cast<char *>(
+         "Client(target, *, timeout=30.0, max_message_bytes=2**30, "
+         "retries=2, retry_backoff=0.1, max_retry_backoff=2.0, "
+         "root_certificates=None, private_key=None, certificate_chain=None, "
+         "channel_args=None)\n--\n\n"
+         "A client of one myops server over one gRPC channel; thread-safe.")},
+    {Py_tp_new, reinterpret_cast<void *>(client_new)},
+    {Py_tp_init, reinterpret_cast<void *>(client_init)},
+    {Py_tp_dealloc, reinterpret_cast<void *>(client_dealloc)},
+    {Py_tp_traverse, reinterpret_cast<void *>(client_traverse)},
+    {Py_tp_clear, reinterpret_cast<void *>(client_clear)},
+    {Py_tp_repr, reinterpret_cast<void *>(client_repr)},
+    {Py_tp_members, client_members},
+    {Py_tp_getset, client_getset},
+    {Py_tp_methods, client_methods},
+    {0, NULL},
+};
+
+}  // namespace
+
+PyType_Spec client_spec = {
+    "myops_client._core.Client",
+    sizeof(ClientObject),
+    0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC |
+        Py_TPFLAGS_IMMUTABLETYPE,
+    client_slots,
+};
+
+}  // namespace myops_python

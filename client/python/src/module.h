@@ -1,0 +1,100 @@
+/* Shared declarations of the myops_client._core extension module: its state
+ * (types and exception classes, no C globals), the one status-to-exception
+ * mapping, the guard that keeps C++ exceptions out of Python, and the GIL
+ * release used around RPCs. Style: PEP 7 (the C style of CPython), in C++17.
+ */
+#ifndef MYOPS_CLIENT_PYTHON_MODULE_H_
+#define MYOPS_CLIENT_PYTHON_MODULE_H_
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <exception>
+#include <new>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "myops/client/results.h"
+
+namespace myops_python {
+
+/* Number of google.rpc.Code values: OK (0) .. UNAUTHENTICATED (16). */
+constexpr int kNumStatusCodes = 17;
+
+/* Per-module state (PEP 573/630): everything the module's objects need,
+ * owned by the module object. Heap types find it with find_state(). */
+struct ModuleState {
+    PyTypeObject *client_type;
+    PyTypeObject *result_type;
+    PyTypeObject *timing_type;
+    /* myops_client.Error and its subclasses, by status code. errors[0] is
+     * the base class Error (OK never raises). */
+    PyObject *errors[kNumStatusCodes];
+};
+
+extern PyModuleDef module_def;
+
+/* The module state of an instance of one of this module's types (or of a
+ * subclass). Never NULL for those. */
+ModuleState *find_state(PyTypeObject *type);
+
+/* Sets a myops_client.Error subclass for `status` (which must not be OK),
+ * with .code, .code_name and .details, and returns NULL. The one place
+ * where gRPC/absl statuses become Python exceptions. */
+PyObject *set_status_error(ModuleState *state, const absl::Status &status);
+
+/* Sets a Python exception for the C++ exception being handled: MemoryError
+ * for std::bad_alloc, RuntimeError otherwise. Call only from a catch block,
+ * with the GIL held. */
+void set_cpp_exception_error();
+
+/* Runs `body` and returns its result; a C++ exception escaping it becomes a
+ * Python exception (set_cpp_exception_error) and `error_value` is returned.
+ * Every Python entry point of the module (slots, methods, getters, setters,
+ * module exec) runs its body through this, so no C++ exception ever
+ * crosses into the interpreter. The GIL must be held when `body` returns or
+ * throws (GilRelease restores it during unwinding). */
+template <typename Result, typename Body>
+Result
+guarded(Result error_value, Body &&body) noexcept
+{
+    try {
+        return std::forward<Body>(body)();
+    }
+    catch (...) {
+        set_cpp_exception_error();
+        return error_value;
+    }
+}
+
+/* Releases the GIL for the lifetime of the object (Py_BEGIN/END_ALLOW_THREADS
+ * as RAII, so an exception restores it too). No Python API may be used while
+ * it lives. */
+class GilRelease {
+public:
+    GilRelease() : state_(PyEval_SaveThread())
+    {
+    }
+    ~GilRelease()
+    {
+        PyEval_RestoreThread(state_);
+    }
+    GilRelease(const GilRelease &) = delete;
+    GilRelease &operator=(const GilRelease &) = delete;
+
+private:
+    PyThreadState *state_;
+};
+
+/* Type specs, one per file; module exec creates the heap types. */
+extern PyType_Spec client_spec;
+extern PyType_Spec result_spec;
+extern PyType_Spec timing_spec;
+
+/* A new myops_client._core.Result owning `result`'s output bytes (moved). */
+PyObject *result_from(ModuleState *state,
+                      myops::client::ScaleShiftResult &&result);
+
+}  // namespace myops_python
+
+#endif /* MYOPS_CLIENT_PYTHON_MODULE_H_ */

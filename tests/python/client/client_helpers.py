@@ -1,0 +1,82 @@
+"""Helpers of the Python client tests: a real myops-server process, reference math.
+
+The server binary is $MYOPS_BUILD_DIR/server/myops-server (tests/python/conftest.py
+puts $MYOPS_BUILD_DIR/python, where the build lays out myops_client, on sys.path).
+Each server listens on 127.0.0.1:<free port> with --devices cpu; the port is parsed
+from its "listening on" line; SIGTERM (with --drain-delay 0) stops it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+BUILD = pathlib.Path(os.environ.get("MYOPS_BUILD_DIR", REPO / "build"))
+SERVER = BUILD / "server" / "myops-server"
+
+# Limits of the "small" server: 100 elements, 4 KiB messages.
+SMALL_MAX_ELEMENTS = 100
+SMALL_MAX_MESSAGE_BYTES = 4096
+
+
+class Server:
+    """A myops-server process on a free local port."""
+
+    def __init__(self, *flags: str) -> None:
+        if not SERVER.exists():
+            pytest.fail(f"{SERVER} not found: build the server first "
+                        f"(source scripts/env.sh && myops_build)")
+        self._log = tempfile.NamedTemporaryFile(
+            mode="w+", prefix="myops-server-", suffix=".log")
+        self.process = subprocess.Popen(
+            [str(SERVER), "--address", "127.0.0.1:0", "--devices", "cpu",
+             "--drain-delay", "0", "--grace-period", "5", *flags],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        self.address = self._wait_for_address()
+
+    def _wait_for_address(self) -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            text = pathlib.Path(self._log.name).read_text()
+            found = re.search(r"listening on (127\.0\.0\.1:\d+)", text)
+            if found:
+                return found.group(1)
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        pytest.fail("myops-server did not start:\n" +
+                    pathlib.Path(self._log.name).read_text())
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def reference(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """What the server computes, for alpha a power of two (bit-exact then).
+
+    The kernel computes fma(alpha, x, beta) in x's dtype (float32, float64) or in
+    float32 for float16/bfloat16, rounded once to x's dtype. When alpha is a power
+    of two, alpha * x is exact, so numpy's separate multiply and add round once,
+    at the add, exactly like the fma.
+    """
+    if x.dtype in (np.float32, np.float64):
+        return x.dtype.type(alpha) * x + x.dtype.type(beta)
+    wide = np.float32(alpha) * x.astype(np.float32) + np.float32(beta)
+    return wide.astype(x.dtype)

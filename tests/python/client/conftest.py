@@ -1,0 +1,56 @@
+"""Fixtures of the Python client tests: real myops-server processes and clients
+(see client_helpers.py)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+myops_client = pytest.importorskip(
+    "myops_client", reason="myops_client is not built (MYOPS_BUILD_PYTHON_CLIENT)")
+
+from client_helpers import (  # noqa: E402
+    SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES, Server)
+
+
+@pytest.fixture(scope="session")
+def server():
+    """A server with the default limits."""
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def small_server():
+    """A server with tiny limits (SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES)."""
+    s = Server("--max-elements", str(SMALL_MAX_ELEMENTS),
+               "--max-message-bytes", str(SMALL_MAX_MESSAGE_BYTES))
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def client(server):
+    """A client of `server`; closed after the test."""
+    with myops_client.Client(server.address, timeout=30.0) as c:
+        yield c
+
+
+@pytest.fixture
+def closed_port() -> str:
+    """An address nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"127.0.0.1:{port}"
+
+
+@pytest.fixture
+def silent_server():
+    """An address that accepts TCP connections and never answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield "127.0.0.1:%d" % s.getsockname()[1]
