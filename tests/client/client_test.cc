@@ -4,6 +4,7 @@
 #include "myops/client/client.h"
 
 #include <gmock/gmock.h>
+#include <grpc/grpc.h>
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -93,6 +94,16 @@ TEST_F(ClientTest, OneMiBTensor) { ExpectEcho(RandomTensor(DType::kFloat32, {256
 
 TEST_F(ClientTest, LargerThanGrpcDefaultFourMiBLimit) {
   ExpectEcho(RandomTensor(DType::kFloat64, {6, 1024, 128}));  // 6 MiB.
+}
+
+TEST_F(ClientTest, ChannelArgumentsOverrideTheMessageLimit) {
+  ClientOptions options;
+  options.int_channel_args[GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH] = 1024;
+  auto small = MakeClient(server_.target(), options);
+  Tensor x = RandomTensor(DType::kFloat32, {1024});  // a 4 KiB response
+  auto result = small->ScaleShift(x.view(), 2.0, 1.0);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kResourceExhausted) << result.status();
 }
 
 TEST_F(ClientTest, ScaleShiftIntoWritesTheCallerBuffer) {

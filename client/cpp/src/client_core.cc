@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include <grpc/grpc.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
@@ -60,11 +61,17 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
     ssl.pem_cert_chain = options.tls.client_cert_pem;
     credentials = grpc::SslCredentials(ssl);
   }
+  // gRPC takes the first value of a repeated argument, so the caller's come first and
+  // the message limits are set only where the caller did not set them.
   grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
   for (const auto& [key, value] : options.int_channel_args) args.SetInt(key, value);
   for (const auto& [key, value] : options.string_channel_args) args.SetString(key, value);
+  if (options.int_channel_args.count(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH) == 0) {
+    args.SetMaxSendMessageSize(options.max_message_bytes);
+  }
+  if (options.int_channel_args.count(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH) == 0) {
+    args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  }
 
   auto core = std::make_shared<ClientCore>();
   core->channel = grpc::CreateCustomChannel(options.target, credentials, args);
