@@ -10,6 +10,7 @@ export PATH="$MYOPS_VENV/bin:$PATH"
 # ccache keyed on paths relative to the checkout, so fresh clones hit the warm cache.
 export CCACHE_BASEDIR="$MYOPS_REPO" CCACHE_NOHASHDIR=1
 
+# myops_build [cmake --build arguments]: configures and builds (everything by default).
 myops_build() {
   local prefix
   mkdir -p "$MYOPS_BUILD_DIR"
@@ -19,5 +20,5 @@ myops_build() {
     -DCMAKE_BUILD_TYPE="${MYOPS_BUILD_TYPE:-Release}" -DCMAKE_PREFIX_PATH="$prefix" \
     ${MYOPS_CMAKE_ARGS:-} >"$MYOPS_BUILD_DIR/configure.log" 2>&1 ||
     { cat "$MYOPS_BUILD_DIR/configure.log" >&2; return 1; }
-  cmake --build "$MYOPS_BUILD_DIR"
+  cmake --build "$MYOPS_BUILD_DIR" "$@"  # e.g. --target myops-server
 }
