@@ -45,6 +45,12 @@ if(MYOPS_CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()
 
+# The PyPI wheel is a CUDA build: its config insists on a CUDA toolkit unless torch::cudart
+# already exists (public/cuda.cmake returns early then). A CPU-only build links no torch
+# CUDA library, so an empty target lets it configure on machines without the toolkit.
+if(NOT MYOPS_CUDA AND NOT TARGET torch::cudart)
+  add_library(torch::cudart INTERFACE IMPORTED)
+endif()
 find_package(Torch REQUIRED)
 # myops_torch_deps: what our torch-facing targets link (PRIVATE everywhere, so torch's
 # include dirs never reach protobuf-facing code). A CPU-only build links libtorch_cpu and

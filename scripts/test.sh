@@ -7,4 +7,4 @@ myops_build
 cd "$MYOPS_BUILD_DIR"
 ctest --output-on-failure -j "$(nproc)"
 cd "$MYOPS_REPO"
-MYOPS_BUILD_DIR="$MYOPS_BUILD_DIR" python -m pytest -q tests/python
+MYOPS_BUILD_DIR="$MYOPS_BUILD_DIR" python -m pytest -q tests/python tests/deploy
