@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Stages what the runtime image needs, in deploy/Dockerfile's builder stage:
-#   DEST/bin  myops-server, myops-cli
+#   DEST/bin  myops-server, myops-cli, myops-loadtest
 #   DEST/lib  libmyops.so and every shared library the two load (ldd), except glibc and the
 #             GCC runtime, which the runtime base image has (same distribution as the builder)
 # Files with a symbol table are stripped. Usage: deploy/stage-runtime.sh BUILD_DIR DEST
 set -euo pipefail
 build=$1 dest=$2
 mkdir -p "$dest/bin" "$dest/lib"
-install -m 755 "$build/server/myops-server" "$build/client/cpp/myops-cli" "$dest/bin/"
+install -m 755 "$build/server/myops-server" "$build/client/cpp/myops-cli" \
+  "$build/bench/loadtest/myops-loadtest" "$dest/bin/"
 
 # The build has no RPATH (CMAKE_SKIP_RPATH): point ldd at libmyops, the torch wheel and,
 # in a CUDA build, the toolkit's libcudart that CMake linked.

@@ -201,12 +201,19 @@ def test_server_variables_exist_in_server_help():
         assert names <= known, f"{where}: unknown {sorted(names - known)}"
 
 
+def test_load_service_flags_exist_in_loadtest_help():
+    load = compose()["services"]["load"]
+    assert load["entrypoint"] == ["myops-loadtest"]
+    text = help_text("bench/loadtest/myops-loadtest")
+    for flag in (a for a in load["command"] if a.startswith("--")):
+        assert re.search(rf"(^|[\s,]){flag}(?=[\s,=]|$)", text, re.M), flag
+
+
 def test_client_flags_exist_in_cli_help():
     top = help_text("client/cpp/myops-cli")
     scale_shift = help_text("client/cpp/myops-cli", "scale-shift")
     health = re.search(r"myops-cli (.*)", dict(dockerfile())["HEALTHCHECK"]).group(1)
     commands = [shlex.split(health.split("||")[0]),
-                compose()["services"]["load"]["command"],
                 shlex.split(compose()["services"]["server"]["healthcheck"]["test"][1].split("||")[0])[1:]]
     for argv in commands:
         sub = next(a for a in argv if a in ("health", "scale-shift", "info"))
