@@ -6,6 +6,9 @@
 #include <cstdint>
 #include "absl/strings/string_view.h"
 
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
 #include "absl/status/statusor.h"
 #include "myops/v1/myops.pb.h"
 #include "tensor_view.h"
@@ -29,5 +32,18 @@ absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string
 // Sets `out`'s dtype and shape to `like`'s and sizes its data to hold them; returns a
 // writable view of that buffer. `like` must come from DecodeTensor.
 MutableTensorView PrepareOutput(const TensorView& like, myops::v1::Tensor* out);
+
+// The unary RPC's wire side (a raw gRPC method): parses the request from the received
+// bytes; false when they are not a ScaleShiftRequest.
+bool ParseRequest(const grpc::ByteBuffer* bytes, myops::v1::ScaleShiftRequest* request);
+
+// Allocates an uninitialized slice for `like`'s bytes and returns a writable view of it.
+// `slice` must not move until the view's user is done.
+MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice);
+
+// ScaleShiftResponse{output: {input's dtype and shape, data = `output`}, timing,
+// request_id} in protobuf wire format, with `output` as its own slice (not copied).
+grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
+                                const grpc::Slice& output, const myops::v1::Timing& timing);
 
 }  // namespace myops::server

@@ -60,10 +60,15 @@ class StreamReactor final
     Item* raw = item.release();  // owned by the write queue once processed
     service_->Process(
         raw->request, context_->deadline(), [ctx = context_] { return ctx->IsCancelled(); },
-        raw->response.mutable_response(),
-        [this, raw](absl::Status status) {
+        [raw](const TensorView& input) {
+          return PrepareOutput(input, raw->response.mutable_response()->mutable_output());
+        },
+        [this, raw](absl::Status status, const myops::v1::Timing& timing) {
           raw->response.set_request_id(raw->request.request_id());
-          if (!status.ok()) {
+          if (status.ok()) {
+            *raw->response.mutable_response()->mutable_timing() = timing;
+            raw->response.mutable_response()->set_request_id(raw->request.request_id());
+          } else {
             raw->response.mutable_error()->set_code(static_cast<int>(status.code()));
             raw->response.mutable_error()->set_message(std::string(status.message()));
           }
@@ -131,18 +136,18 @@ MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
 
 void MyopsService::Process(const ScaleShiftRequest& request,
                            std::chrono::system_clock::time_point deadline,
-                           std::function<bool()> is_cancelled, ScaleShiftResponse* response,
-                           std::function<void(absl::Status)> done) {
+                           std::function<bool()> is_cancelled, OutputSink output, Done done) {
   const auto start = Clock::now();
-  response->set_request_id(request.request_id());
   if (!inflight_.TryAcquire()) {
-    done(absl::ResourceExhaustedError(absl::StrCat(
-        "the server is at its limit of ", inflight_.limit(), " requests in flight; retry later")));
+    done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
+                                                   inflight_.limit(),
+                                                   " requests in flight; retry later")),
+         {});
     return;
   }
   auto fail = [this, &done](absl::Status status) {
     inflight_.Release();
-    done(std::move(status));
+    done(std::move(status), {});
   };
   if (!request.has_input()) {
     return fail(absl::InvalidArgumentError("the request has no 'input' tensor"));
@@ -156,7 +161,7 @@ void MyopsService::Process(const ScaleShiftRequest& request,
   const auto decoded = Clock::now();
 
   Job job;
-  job.output = PrepareOutput(*input, response->mutable_output());
+  job.output = output(*input);
   const int64_t encode_ns = Nanos(Clock::now() - decoded);
   job.input = std::move(*input);
   job.alpha = request.alpha();
@@ -165,32 +170,47 @@ void MyopsService::Process(const ScaleShiftRequest& request,
   job.deadline = ToSteady(deadline);
   job.is_cancelled = std::move(is_cancelled);
   const int64_t decode_ns = Nanos(decoded - start);
-  executor_->Submit(std::move(job),
-                    [this, response, start, decode_ns, encode_ns, done = std::move(done)](
-                        absl::Status status, const JobTiming& t) {
-                      if (status.ok()) {
-                        auto* timing = response->mutable_timing();
-                        timing->set_decode_ns(decode_ns);
-                        timing->set_queue_ns(t.queue_ns);
-                        timing->set_compute_ns(t.compute_ns);
-                        timing->set_encode_ns(encode_ns);
-                        timing->set_device(t.device);
-                        timing->set_total_ns(Nanos(Clock::now() - start));
-                      } else {
-                        response->clear_output();
-                      }
-                      inflight_.Release();
-                      done(std::move(status));
-                    });
+  executor_->Submit(std::move(job), [this, start, decode_ns, encode_ns, done = std::move(done)](
+                                        absl::Status status, const JobTiming& t) {
+    myops::v1::Timing timing;
+    if (status.ok()) {
+      timing.set_decode_ns(decode_ns);
+      timing.set_queue_ns(t.queue_ns);
+      timing.set_compute_ns(t.compute_ns);
+      timing.set_encode_ns(encode_ns);
+      timing.set_device(t.device);
+      timing.set_total_ns(Nanos(Clock::now() - start));
+    }
+    inflight_.Release();
+    done(std::move(status), timing);
+  });
 }
 
 grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
-                                                   const ScaleShiftRequest* request,
-                                                   ScaleShiftResponse* response) {
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // Owns the parsed request (the input view points into it) and the output slice until
+  // the response is encoded.
+  struct Call {
+    ScaleShiftRequest request;
+    grpc::Slice output;
+  };
+  auto call = std::make_shared<Call>();
+  if (!ParseRequest(request, &call->request)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "the request is not a valid myops.v1.ScaleShiftRequest"));
+    return reactor;
+  }
   Process(
-      *request, context->deadline(), [context] { return context->IsCancelled(); }, response,
-      [reactor](absl::Status status) { reactor->Finish(ToGrpcStatus(status)); });
+      call->request, context->deadline(), [context] { return context->IsCancelled(); },
+      [call](const TensorView& input) { return AllocateOutput(input, &call->output); },
+      [call, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+        if (status.ok()) {
+          *response = EncodeResponse(call->request, call->output, timing);
+        }
+        reactor->Finish(ToGrpcStatus(status));
+      });
   return reactor;
 }
 

@@ -39,13 +39,16 @@ class InflightLimiter {
 };
 
 // Thread-safe; borrows `executor`, which must outlive the gRPC server using this service.
-class MyopsService final : public myops::v1::Myops::CallbackService {
+// The unary ScaleShift is a raw method: its response is encoded by hand so that the output
+// tensor is computed straight into its own gRPC slice (no zero-fill, no serialize copy).
+class MyopsService final
+    : public myops::v1::Myops::WithRawCallbackMethod_ScaleShift<myops::v1::Myops::CallbackService> {
  public:
   MyopsService(Executor* executor, const ServiceLimits& limits);
 
   grpc::ServerUnaryReactor* ScaleShift(grpc::CallbackServerContext* context,
-                                       const myops::v1::ScaleShiftRequest* request,
-                                       myops::v1::ScaleShiftResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
   grpc::ServerBidiReactor<myops::v1::ScaleShiftRequest, myops::v1::ScaleShiftStreamResponse>*
   ScaleShiftStream(grpc::CallbackServerContext* context) override;
@@ -54,11 +57,17 @@ class MyopsService final : public myops::v1::Myops::CallbackService {
                                        const myops::v1::ServerInfoRequest* request,
                                        myops::v1::ServerInfoResponse* response) override;
 
-  // Validates `request` and submits it; calls `done` exactly once with the final status
-  // (after `response` is filled on success). Shared by the unary and streaming RPCs.
+  // Gives the buffer a request's output is written to: input.bytes bytes, valid until the
+  // request's `done` has run.
+  using OutputSink = std::function<MutableTensorView(const TensorView& input)>;
+  using Done = std::function<void(absl::Status, const myops::v1::Timing&)>;
+
+  // Validates `request`, takes its output buffer from `output` and submits it; calls `done`
+  // exactly once with the final status and (on success) the timing. Shared by the unary
+  // and streaming RPCs.
   void Process(const myops::v1::ScaleShiftRequest& request,
                std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
-               myops::v1::ScaleShiftResponse* response, std::function<void(absl::Status)> done);
+               OutputSink output, Done done);
 
  private:
   Executor* executor_;

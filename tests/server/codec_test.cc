@@ -1,5 +1,6 @@
 // Codec and device validation: a table of malformed requests, each with the exact status
 // code and a fragment of the message the client will read.
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -163,6 +164,54 @@ TEST(CodecTest, PrepareOutputMatchesInput) {
   EXPECT_EQ(std::vector<int64_t>(out.shape().begin(), out.shape().end()), view->shape);
   EXPECT_EQ(out.data().size(), 70u);
   EXPECT_EQ(w.data, out.data().data());
+}
+
+TEST(CodecTest, HandEncodedResponseParsesAsAScaleShiftResponse) {
+  for (int64_t numel : {int64_t{0}, int64_t{1}, int64_t{40}, int64_t{1} << 20}) {
+    myops::v1::ScaleShiftRequest request;
+    *request.mutable_input() = MakeTensor(1, {numel, 1}, static_cast<size_t>(numel * 4));
+    request.set_request_id(77);
+    auto input = DecodeTensor(request.input(), "input", {});
+    ASSERT_TRUE(input.ok());
+    grpc::Slice slice;
+    MutableTensorView out = AllocateOutput(*input, &slice);
+    ASSERT_EQ(slice.size(), static_cast<size_t>(numel * 4));
+    for (int64_t i = 0; i < out.bytes; ++i)
+      static_cast<char*>(out.data)[i] = static_cast<char>(i % 251);
+    myops::v1::Timing timing;
+    timing.set_total_ns(123);
+    timing.set_device("cpu");
+    grpc::ByteBuffer encoded = EncodeResponse(request, slice, timing);
+
+    myops::v1::ScaleShiftResponse parsed;
+    grpc::ProtoBufferReader reader(&encoded);
+    ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader)) << "numel " << numel;
+    EXPECT_EQ(parsed.output().dtype(), myops::v1::DTYPE_FLOAT32);
+    EXPECT_EQ(std::vector<int64_t>(parsed.output().shape().begin(), parsed.output().shape().end()),
+              (std::vector<int64_t>{numel, 1}));
+    ASSERT_EQ(parsed.output().data().size(), static_cast<size_t>(numel * 4));
+    for (int64_t i = 0; i < out.bytes; ++i) {
+      ASSERT_EQ(parsed.output().data()[static_cast<size_t>(i)], static_cast<char>(i % 251));
+    }
+    EXPECT_EQ(parsed.timing().total_ns(), 123);
+    EXPECT_EQ(parsed.timing().device(), "cpu");
+    EXPECT_EQ(parsed.request_id(), 77u);
+  }
+}
+
+TEST(CodecTest, RequestsParseFromReceivedBytes) {
+  myops::v1::ScaleShiftRequest request;
+  *request.mutable_input() = MakeTensor(2, {3}, 24);
+  request.set_alpha(2.5);
+  grpc::Slice wire(request.SerializeAsString());
+  grpc::ByteBuffer bytes(&wire, 1);
+  myops::v1::ScaleShiftRequest parsed;
+  ASSERT_TRUE(ParseRequest(&bytes, &parsed));
+  EXPECT_EQ(parsed.alpha(), 2.5);
+  EXPECT_EQ(parsed.input().data().size(), 24u);
+  grpc::Slice junk(std::string("\xff\xff\xff"));
+  grpc::ByteBuffer bad(&junk, 1);
+  EXPECT_FALSE(ParseRequest(&bad, &parsed));
 }
 
 TEST(DeviceTest, ResolvesRequestsAgainstServedDevices) {
