@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # myops-server against the bare echo server (the gRPC floor), side by side in one run:
 # p50 latency at concurrency 1 for 1 KiB, 1 MiB, 16 MiB and 64 MiB payloads. myops-server
-# runs as built (tcmalloc linked, unless -DMYOPS_SERVER_MALLOC=system); the echo server
+# runs as built (tcmalloc linked, unless -DMYOPS_MALLOC=system); the echo server
 # runs with glibc malloc and with tcmalloc preloaded, and the better of the two is the
 # floor. Prints p50 ratios against that floor and writes bench/results/server_vs_echo.json.
 #
