@@ -1,12 +1,12 @@
 // Validation of wire tensors (see codec.h).
 #include "codec.h"
 
-#include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "myops/wire/tensor_wire.h"
 
 namespace myops::server {
 namespace {
@@ -136,32 +136,14 @@ MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice) {
 
 grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
                                 const grpc::Slice& output, const myops::v1::Timing& timing) {
-  using google::protobuf::io::CodedOutputStream;
-  constexpr uint8_t kOutputKey = (1 << 3) | 2;  // ScaleShiftResponse.output, length-delimited
-  constexpr uint8_t kDataKey = (3 << 3) | 2;    // Tensor.data, length-delimited
   myops::v1::Tensor head;
   head.set_dtype(request.input().dtype());
   *head.mutable_shape() = request.input().shape();
-  const std::string head_bytes = head.SerializeAsString();
-  const uint64_t n = output.size();
-  const uint64_t tensor_size = head_bytes.size() + 1 + CodedOutputStream::VarintSize64(n) + n;
-
-  std::string prefix;
-  prefix.reserve(head_bytes.size() + 24);
-  uint8_t varint[10];
-  prefix.push_back(static_cast<char>(kOutputKey));
-  prefix.append(reinterpret_cast<char*>(varint),
-                CodedOutputStream::WriteVarint64ToArray(tensor_size, varint) - varint);
-  prefix += head_bytes;
-  prefix.push_back(static_cast<char>(kDataKey));
-  prefix.append(reinterpret_cast<char*>(varint),
-                CodedOutputStream::WriteVarint64ToArray(n, varint) - varint);
-
-  myops::v1::ScaleShiftResponse tail;  // fields 2 and 3 after field 1: order is free
-  *tail.mutable_timing() = timing;
-  tail.set_request_id(request.request_id());
-  grpc::Slice slices[3] = {grpc::Slice(prefix), output, grpc::Slice(tail.SerializeAsString())};
-  return grpc::ByteBuffer(slices, 3);
+  myops::v1::ScaleShiftResponse rest;
+  *rest.mutable_timing() = timing;
+  rest.set_request_id(request.request_id());
+  return wire::EncodeWithTensorData(myops::v1::ScaleShiftResponse::kOutputFieldNumber, head, output,
+                                    rest);
 }
 
 }  // namespace myops::server

@@ -1,5 +1,5 @@
-// Unit tests of the client's internals (client/cpp/src): status conversion, retry backoff
-// and the hand-encoded grpc.health.v1 messages.
+// Unit tests of the client's internals (client/cpp/src): status conversion, retry backoff,
+// the hand-encoded grpc.health.v1 messages, the unary wire codec and the send buffers.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include "grpc_status.h"
 #include "health.h"
 #include "retry.h"
+#include "send_buffers.h"
 
 namespace myops::client::internal {
 namespace {
@@ -179,6 +180,140 @@ TEST(ClientCodecTest, MalformedServerOutputIsInternal) {
   EXPECT_THAT(result.status().message(),
               ::testing::HasSubstr("server returned a float32 tensor of shape [2]; expected "
                                    "float32 of shape [1, 2]"));
+}
+
+// `bytes` split into slices of `piece` bytes, as the transport delivers a message.
+grpc::ByteBuffer InPieces(const std::string& bytes, size_t piece) {
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += piece) {
+    slices.emplace_back(bytes.data() + at, std::min(piece, bytes.size() - at));
+  }
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+TEST(ClientCodecTest, RequestBytesAreTheGeneratedEncoding) {
+  auto pool = SendBufferPool::Create(size_t{1} << 30);
+  for (size_t n : {size_t{8}, size_t{1} << 20}) {  // A plain slice, then a pooled buffer.
+    std::string data(n, '\0');
+    for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>(i % 251);
+    const TensorView input{DType::kFloat32, {2, static_cast<int64_t>(n / 8)}, data.data(), n};
+    grpc::ByteBuffer bytes = EncodeRequestBytes(input, 2.0, -0.5, "cuda:1", *pool);
+    std::vector<grpc::Slice> slices;
+    ASSERT_TRUE(bytes.Dump(&slices).ok());
+    std::string flat;
+    for (const grpc::Slice& s : slices)
+      flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
+    myops::v1::ScaleShiftRequest request;
+    ASSERT_TRUE(request.ParseFromString(flat));
+    EXPECT_EQ(request.input().dtype(), myops::v1::DTYPE_FLOAT32);
+    EXPECT_THAT(request.input().shape(), ::testing::ElementsAre(2, static_cast<int64_t>(n / 8)));
+    EXPECT_EQ(request.input().data(), data);
+    EXPECT_EQ(request.alpha(), 2.0);
+    EXPECT_EQ(request.beta(), -0.5);
+    EXPECT_EQ(request.device(), "cuda:1");
+  }
+}
+
+TEST(ClientCodecTest, ResponseBytesDecodeFromAnySlicing) {
+  myops::v1::ScaleShiftResponse response;
+  response.mutable_output()->set_dtype(myops::v1::DTYPE_BFLOAT16);
+  response.mutable_output()->add_shape(3);
+  response.mutable_output()->set_data("abcdef");
+  response.mutable_timing()->set_compute_ns(123);
+  response.mutable_timing()->set_device("cpu");
+  const std::string bytes = response.SerializeAsString();
+  const TensorView expected{DType::kBFloat16, {3}, nullptr, 0};
+  for (size_t piece : {size_t{1}, size_t{4}, bytes.size()}) {
+    absl::StatusOr<ScaleShiftResult> result =
+        DecodeResponseBytes(InPieces(bytes, piece), &expected);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->output.bytes(), "abcdef");
+    EXPECT_EQ(result->timing.compute_ns, 123);
+    EXPECT_EQ(result->timing.device, "cpu");
+
+    std::string out(6, '\0');
+    absl::StatusOr<Timing> timing = DecodeResponseBytesInto(
+        InPieces(bytes, piece), MutableTensorView{DType::kBFloat16, {3}, out.data(), 6});
+    ASSERT_TRUE(timing.ok()) << timing.status();
+    EXPECT_EQ(out, "abcdef");
+    EXPECT_EQ(timing->compute_ns, 123);
+  }
+}
+
+TEST(ClientCodecTest, BadResponseBytesAreInternal) {
+  const absl::StatusOr<ScaleShiftResult> garbage =
+      DecodeResponseBytes(InPieces(std::string("\x0a\x7f", 2), 1), nullptr);
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(garbage.status().message(),
+              ::testing::HasSubstr("(2 bytes) is not a valid myops.v1.ScaleShiftResponse"));
+
+  myops::v1::ScaleShiftResponse response;
+  response.mutable_output()->set_dtype(myops::v1::DTYPE_FLOAT32);
+  response.mutable_output()->add_shape(2);
+  response.mutable_output()->set_data("12345");  // 5 bytes, 8 expected.
+  const std::string short_data = response.SerializeAsString();
+  EXPECT_THAT(DecodeResponseBytes(InPieces(short_data, 3), nullptr).status().message(),
+              ::testing::HasSubstr("server response output"));
+
+  response.mutable_output()->set_data("12345678");
+  std::string out(8, '\0');
+  const absl::StatusOr<Timing> mismatch =
+      DecodeResponseBytesInto(InPieces(response.SerializeAsString(), 3),
+                              MutableTensorView{DType::kFloat32, {1, 2}, out.data(), 8});
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(mismatch.status().message(),
+              ::testing::HasSubstr("server returned a float32 tensor of shape [2]; expected "
+                                   "float32 of shape [1, 2] (the output buffer's)"));
+  EXPECT_EQ(out, std::string(8, '\0'));  // Nothing written on error.
+}
+
+TEST(SendBufferPoolTest, ReusesReleasedBuffersOfSimilarSize) {
+  const size_t mib = size_t{1} << 20;
+  auto pool = SendBufferPool::Create(8 * mib);
+  const uint8_t* first = nullptr;
+  {
+    grpc::Slice slice = pool->Acquire(2 * mib);
+    ASSERT_EQ(slice.size(), 2 * mib);
+    first = slice.begin();
+    EXPECT_EQ(pool->retained_bytes(), 0u);
+  }  // gRPC would drop its last reference here.
+  EXPECT_EQ(pool->retained_bytes(), 2 * mib);
+  {
+    grpc::Slice again = pool->Acquire(2 * mib - 100);  // Fits: the same memory again.
+    EXPECT_EQ(again.begin(), first);
+    EXPECT_EQ(again.size(), 2 * mib - 100);
+    EXPECT_EQ(pool->retained_bytes(), 0u);
+  }
+  {
+    grpc::Slice small = pool->Acquire(mib - 1);  // Under half the free buffer: not it.
+    EXPECT_NE(small.begin(), first);
+    EXPECT_EQ(pool->retained_bytes(), 2 * mib);
+  }
+  EXPECT_EQ(pool->retained_bytes(), 3 * mib - 1);
+  grpc::Slice tiny = pool->Acquire(100);  // Below kMinPooledBytes: a plain slice.
+  EXPECT_EQ(pool->retained_bytes(), 3 * mib - 1);
+}
+
+TEST(SendBufferPoolTest, KeepsAtMostItsLimitAndOutlivesItsOwner) {
+  const size_t mib = size_t{1} << 20;
+  auto pool = SendBufferPool::Create(4 * mib);
+  std::vector<grpc::Slice> slices;
+  for (int i = 0; i < 3; ++i) slices.push_back(pool->Acquire(2 * mib));
+  std::weak_ptr<SendBufferPool> weak = pool;
+  pool.reset();  // The client is gone; gRPC still holds the slices.
+  ASSERT_FALSE(weak.expired());
+  const size_t retained_after_two = [&] {
+    slices.pop_back();
+    slices.pop_back();
+    return weak.lock()->retained_bytes();
+  }();
+  EXPECT_EQ(retained_after_two, 4 * mib);
+  slices.pop_back();  // Over the limit: freed, not kept; the last slice frees the pool.
+  EXPECT_TRUE(weak.expired());
+
+  auto unpooled = SendBufferPool::Create(0);
+  { grpc::Slice slice = unpooled->Acquire(mib); }
+  EXPECT_EQ(unpooled->retained_bytes(), 0u);
 }
 
 }  // namespace

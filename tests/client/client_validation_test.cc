@@ -123,6 +123,8 @@ TEST(ClientOptionsTest, CreateRejectsBadOptions) {
        "ClientOptions.default_deadline is 0 ms; expected > 0"},
       {[](ClientOptions& o) { o.max_message_bytes = -1; },
        "ClientOptions.max_message_bytes is -1; expected > 0"},
+      {[](ClientOptions& o) { o.max_pooled_send_bytes = -1; },
+       "ClientOptions.max_pooled_send_bytes is -1; expected >= 0"},
       {[](ClientOptions& o) { o.retry.max_attempts = 0; },
        "ClientOptions.retry.max_attempts is 0; expected >= 1"},
       {[](ClientOptions& o) { o.retry.max_backoff = std::chrono::milliseconds(1); },

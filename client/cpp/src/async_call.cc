@@ -7,6 +7,8 @@
 
 #include <grpcpp/alarm.h>
 #include <grpcpp/client_context.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/client_callback.h>
 
 #include "client_core.h"
 #include "codec.h"
@@ -27,9 +29,8 @@ class AsyncScaleShiftCall {
         done_(std::move(done)),
         deadline_(CallDeadline(core_->options, options)),
         dtype_(x.dtype),
-        shape_(x.shape) {
-    EncodeRequest(x, alpha, beta, options.device, /*request_id=*/0, &request_);
-  }
+        shape_(x.shape),
+        request_(EncodeRequestBytes(x, alpha, beta, options.device, *core_->send_buffers)) {}
 
   void StartAttempt() {
     ++attempts_;
@@ -37,8 +38,9 @@ class AsyncScaleShiftCall {
     context_->set_deadline(deadline_);
     response_.Clear();
     // Nothing of `this` is touched after this line: the callback may already have run.
-    core_->stub->async()->ScaleShift(context_.get(), &request_, &response_,
-                                     [this](grpc::Status status) { OnDone(std::move(status)); });
+    grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+        core_->channel.get(), *core_->scale_shift, context_.get(), &request_, &response_,
+        [this](grpc::Status status) { OnDone(std::move(status)); });
   }
 
  private:
@@ -63,7 +65,7 @@ class AsyncScaleShiftCall {
   void Finish(const grpc::Status& status) {
     const TensorView expected{dtype_, shape_, nullptr, 0};
     absl::StatusOr<ScaleShiftResult> result =
-        status.ok() ? TakeResult(&response_, &expected) : ToAbslStatus(status);
+        status.ok() ? DecodeResponseBytes(response_, &expected) : ToAbslStatus(status);
     Client::ScaleShiftCallback done = std::move(done_);
     delete this;  // Frees the request before user code runs.
     done(std::move(result));
@@ -74,8 +76,8 @@ class AsyncScaleShiftCall {
   const Clock::time_point deadline_;
   const DType dtype_;
   const std::vector<int64_t> shape_;
-  myops::v1::ScaleShiftRequest request_;
-  myops::v1::ScaleShiftResponse response_;
+  const grpc::ByteBuffer request_;  // Shared by the attempts: no re-encoding on retry.
+  grpc::ByteBuffer response_;
   std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<grpc::Alarm> alarm_;
   grpc::Status last_status_;

@@ -6,6 +6,8 @@
 #include <utility>
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/impl/client_unary_call.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include "absl/strings/str_cat.h"
 #include "async_call.h"
@@ -22,24 +24,11 @@ namespace {
 namespace v1 = ::myops::v1;
 using internal::Clock;
 
-// Request/response messages reused by the blocking calls of one thread, so a loop of
-// ScaleShiftInto calls reuses their buffers instead of allocating per call.
-struct ThreadScratch {
-  v1::ScaleShiftRequest request;
-  v1::ScaleShiftResponse response;
-};
-
-ThreadScratch& GetThreadScratch() {
-  thread_local ThreadScratch scratch;
-  return scratch;
-}
-
-// Buffers above this are freed after the call rather than kept for the next one, so one
-// large call does not pin its memory for the life of the thread.
-constexpr size_t kMaxRetainedBytes = size_t{64} << 20;
-
-void ReleaseLargeBuffer(std::string* buffer) {
-  if (buffer->capacity() > kMaxRetainedBytes) std::string().swap(*buffer);
+// One blocking attempt of the raw unary ScaleShift.
+grpc::Status CallScaleShift(const internal::ClientCore& core, grpc::ClientContext* context,
+                            const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
+  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+      core.channel.get(), *core.scale_shift, context, request, response);
 }
 
 absl::Status CheckOutputBuffer(const TensorView& x, const MutableTensorView& out) {
@@ -82,18 +71,17 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
       !status.ok()) {
     return status;
   }
-  ThreadScratch& scratch = GetThreadScratch();
-  internal::EncodeRequest(x, alpha, beta, options.device, /*request_id=*/0, &scratch.request);
-  v1::ScaleShiftResponse response;  // Not the scratch one: the output moves out of it.
+  const grpc::ByteBuffer request =
+      internal::EncodeRequestBytes(x, alpha, beta, options.device, *core_->send_buffers);
+  grpc::ByteBuffer response;
   grpc::Status status = internal::CallWithRetries(
       core_->options.retry, internal::CallDeadline(core_->options, options),
       [&](grpc::ClientContext* context) {
         response.Clear();
-        return core_->stub->ScaleShift(context, scratch.request, &response);
+        return CallScaleShift(*core_, context, request, &response);
       });
-  ReleaseLargeBuffer(scratch.request.mutable_input()->mutable_data());
   if (!status.ok()) return internal::ToAbslStatus(status);
-  return internal::TakeResult(&response, &x);
+  return internal::DecodeResponseBytes(response, &x);
 }
 
 absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
@@ -104,20 +92,17 @@ absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha,
     return status;
   }
   if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
-  ThreadScratch& scratch = GetThreadScratch();
-  internal::EncodeRequest(x, alpha, beta, options.device, /*request_id=*/0, &scratch.request);
+  const grpc::ByteBuffer request =
+      internal::EncodeRequestBytes(x, alpha, beta, options.device, *core_->send_buffers);
+  grpc::ByteBuffer response;
   grpc::Status status = internal::CallWithRetries(
       core_->options.retry, internal::CallDeadline(core_->options, options),
       [&](grpc::ClientContext* context) {
-        return core_->stub->ScaleShift(context, scratch.request, &scratch.response);
+        response.Clear();
+        return CallScaleShift(*core_, context, request, &response);
       });
-  ReleaseLargeBuffer(scratch.request.mutable_input()->mutable_data());
-  absl::Status result = internal::ToAbslStatus(status);
-  if (result.ok()) result = internal::CopyOutput(scratch.response, out);
-  Timing timing = internal::DecodeTiming(scratch.response.timing());
-  ReleaseLargeBuffer(scratch.response.mutable_output()->mutable_data());
-  if (!result.ok()) return result;
-  return timing;
+  if (!status.ok()) return internal::ToAbslStatus(status);
+  return internal::DecodeResponseBytesInto(response, out);
 }
 
 void Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,

@@ -23,6 +23,9 @@ absl::Status ValidateClientOptions(const ClientOptions& options) {
   if (options.max_message_bytes <= 0) {
     return invalid("max_message_bytes is ", options.max_message_bytes, "; expected > 0");
   }
+  if (options.max_pooled_send_bytes < 0) {
+    return invalid("max_pooled_send_bytes is ", options.max_pooled_send_bytes, "; expected >= 0");
+  }
   const RetryPolicy& retry = options.retry;
   if (retry.max_attempts < 1) {
     return invalid("retry.max_attempts is ", retry.max_attempts, "; expected >= 1");
@@ -80,7 +83,10 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
         absl::StrCat("could not create a channel to \"", options.target, "\""));
   }
   core->stub = myops::v1::Myops::NewStub(core->channel);
+  core->scale_shift = std::make_unique<grpc::internal::RpcMethod>(
+      kScaleShiftMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
   core->generic_stub = std::make_unique<grpc::GenericStub>(core->channel);
+  core->send_buffers = SendBufferPool::Create(static_cast<size_t>(options.max_pooled_send_bytes));
   core->options = std::move(options);
   return core;
 }

@@ -1,5 +1,6 @@
 // The state a Client shares with its asynchronous calls and stream sessions: options,
-// channel and stubs. Immutable after creation; the gRPC channel and stubs are thread-safe.
+// channel, stubs and send buffers. Immutable after creation; the gRPC channel, the stubs
+// and the send buffer pool are thread-safe.
 #ifndef MYOPS_CLIENT_SRC_CLIENT_CORE_H_
 #define MYOPS_CLIENT_SRC_CLIENT_CORE_H_
 
@@ -7,19 +8,27 @@
 
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/impl/rpc_method.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "myops/client/options.h"
 #include "myops/v1/myops.grpc.pb.h"
+#include "send_buffers.h"
 
 namespace myops::client::internal {
+
+// The unary ScaleShift is called raw (grpc::ByteBuffer in and out, see codec.h), so the
+// tensor bytes skip protobuf's copies; the wire format is the generated stub's.
+inline constexpr char kScaleShiftMethod[] = "/myops.v1.Myops/ScaleShift";
 
 struct ClientCore {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<myops::v1::Myops::Stub> stub;
-  std::unique_ptr<grpc::GenericStub> generic_stub;  // For grpc.health.v1.
+  std::unique_ptr<myops::v1::Myops::Stub> stub;                  // ScaleShiftStream, ServerInfo.
+  std::unique_ptr<const grpc::internal::RpcMethod> scale_shift;  // Registered on `channel`.
+  std::unique_ptr<grpc::GenericStub> generic_stub;  // Raw unary ScaleShift, grpc.health.v1.
+  std::shared_ptr<SendBufferPool> send_buffers;     // Thread-safe.
 };
 
 // InvalidArgumentError naming the first bad field of `options`.

@@ -7,18 +7,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpc_status.h"
+#include "myops/wire/tensor_wire.h"
 
 namespace myops::client::internal {
 namespace {
 
 namespace v1 = ::myops::v1;
 
-// The output tensor as a view of the response's bytes, checked for self-consistency and,
-// when `expected` is non-null, against the expected dtype and shape.
-absl::StatusOr<TensorView> OutputView(const v1::Tensor& output, const TensorView* expected) {
+// The output tensor's dtype and shape with `data`/`size` as its bytes, checked for
+// self-consistency and, when `expected` is non-null, against the expected dtype and shape.
+absl::StatusOr<TensorView> OutputView(const v1::Tensor& output, const void* data, size_t size,
+                                      const TensorView* expected) {
   TensorView view{static_cast<DType>(output.dtype()),
-                  std::vector<int64_t>(output.shape().begin(), output.shape().end()),
-                  output.data().data(), output.data().size()};
+                  std::vector<int64_t>(output.shape().begin(), output.shape().end()), data, size};
   if (absl::Status status = ValidateTensorView(view, "server response output"); !status.ok()) {
     return absl::InternalError(status.message());
   }
@@ -31,6 +32,29 @@ absl::StatusOr<TensorView> OutputView(const v1::Tensor& output, const TensorView
   return view;
 }
 
+// A unary response: its fields but the output's data, and that data in the received slices.
+struct ParsedResponse {
+  v1::ScaleShiftResponse fields;
+  wire::TensorData data;
+};
+
+absl::Status ParseResponse(const grpc::ByteBuffer& bytes, ParsedResponse* response) {
+  constexpr int kOutputField = v1::ScaleShiftResponse::kOutputFieldNumber;
+  if (!wire::ParseWithTensorData(bytes, kOutputField, &response->fields, &response->data)) {
+    return absl::InternalError(absl::StrCat("the server's response (", bytes.Length(),
+                                            " bytes) is not a valid myops.v1.ScaleShiftResponse"));
+  }
+  return absl::OkStatus();
+}
+
+// The parsed output as a view: its bytes' first span stands in for the data (the bytes
+// are copied out of all spans by the caller).
+absl::StatusOr<TensorView> ParsedOutputView(const ParsedResponse& response,
+                                            const TensorView* expected) {
+  static const uint8_t kAnyBytes = 0;  // Non-null: ValidateTensorView wants a buffer.
+  return OutputView(response.fields.output(), &kAnyBytes, response.data.size(), expected);
+}
+
 }  // namespace
 
 absl::Status ValidateInput(const TensorView& input, int max_message_bytes) {
@@ -41,6 +65,52 @@ absl::Status ValidateInput(const TensorView& input, int max_message_bytes) {
         max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
   }
   return absl::OkStatus();
+}
+
+grpc::ByteBuffer EncodeRequestBytes(const TensorView& input, double alpha, double beta,
+                                    const std::string& device, SendBufferPool& pool) {
+  v1::Tensor head;
+  head.set_dtype(static_cast<v1::DType>(input.dtype));
+  head.mutable_shape()->Assign(input.shape.begin(), input.shape.end());
+  grpc::Slice data = pool.Acquire(input.size_bytes);
+  if (input.size_bytes != 0) {
+    std::memcpy(const_cast<uint8_t*>(data.begin()), input.data, input.size_bytes);  // Ours.
+  }
+  v1::ScaleShiftRequest rest;
+  rest.set_alpha(alpha);
+  rest.set_beta(beta);
+  rest.set_device(device);
+  return wire::EncodeWithTensorData(v1::ScaleShiftRequest::kInputFieldNumber, head, data, rest);
+}
+
+absl::StatusOr<ScaleShiftResult> DecodeResponseBytes(const grpc::ByteBuffer& bytes,
+                                                     const TensorView* expected) {
+  ParsedResponse response;
+  if (absl::Status status = ParseResponse(bytes, &response); !status.ok()) return status;
+  absl::StatusOr<TensorView> view = ParsedOutputView(response, expected);
+  if (!view.ok()) return view.status();
+  std::string data(response.data.size(), '\0');
+  response.data.CopyTo(data.data());
+  ScaleShiftResult result;
+  result.output = Tensor(view->dtype, std::move(view->shape), std::move(data));
+  result.timing = DecodeTiming(response.fields.timing());
+  return result;
+}
+
+absl::StatusOr<Timing> DecodeResponseBytesInto(const grpc::ByteBuffer& bytes,
+                                               const MutableTensorView& out) {
+  ParsedResponse response;
+  if (absl::Status status = ParseResponse(bytes, &response); !status.ok()) return status;
+  absl::StatusOr<TensorView> view = ParsedOutputView(response, nullptr);
+  if (!view.ok()) return view.status();
+  if (view->dtype != out.dtype || view->shape != out.shape) {
+    return absl::InternalError(absl::StrCat("server returned a ", DTypeName(view->dtype),
+                                            " tensor of shape ", ShapeToString(view->shape),
+                                            "; expected ", DTypeName(out.dtype), " of shape ",
+                                            ShapeToString(out.shape), " (the output buffer's)"));
+  }
+  response.data.CopyTo(out.data);
+  return DecodeTiming(response.fields.timing());
 }
 
 void EncodeRequest(const TensorView& input, double alpha, double beta, const std::string& device,
@@ -67,7 +137,9 @@ Timing DecodeTiming(const v1::Timing& timing) {
 
 absl::StatusOr<ScaleShiftResult> TakeResult(v1::ScaleShiftResponse* response,
                                             const TensorView* expected) {
-  absl::StatusOr<TensorView> view = OutputView(response->output(), expected);
+  const std::string& data = response->output().data();
+  absl::StatusOr<TensorView> view =
+      OutputView(response->output(), data.data(), data.size(), expected);
   if (!view.ok()) return view.status();
   ScaleShiftResult result;
   std::string bytes;
@@ -75,19 +147,6 @@ absl::StatusOr<ScaleShiftResult> TakeResult(v1::ScaleShiftResponse* response,
   result.output = Tensor(view->dtype, std::move(view->shape), std::move(bytes));
   result.timing = DecodeTiming(response->timing());
   return result;
-}
-
-absl::Status CopyOutput(const v1::ScaleShiftResponse& response, const MutableTensorView& out) {
-  absl::StatusOr<TensorView> view = OutputView(response.output(), nullptr);
-  if (!view.ok()) return view.status();
-  if (view->dtype != out.dtype || view->shape != out.shape) {
-    return absl::InternalError(absl::StrCat("server returned a ", DTypeName(view->dtype),
-                                            " tensor of shape ", ShapeToString(view->shape),
-                                            "; expected ", DTypeName(out.dtype), " of shape ",
-                                            ShapeToString(out.shape), " (the output buffer's)"));
-  }
-  if (view->size_bytes != 0) std::memcpy(out.data, view->data, view->size_bytes);
-  return absl::OkStatus();
 }
 
 StreamResult TakeStreamResult(v1::ScaleShiftStreamResponse* response) {

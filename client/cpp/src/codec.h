@@ -1,17 +1,21 @@
-// Conversion between the client's plain types and the myops.v1 protobuf messages. The only
-// code of the client that reads or writes message fields; client.cc and
-// stream_session.cc call it around the RPCs.
+// Conversion between the client's plain types and the myops.v1 messages: wire bytes for
+// the unary RPC (the tensor data copied once each way, see myops/wire/tensor_wire.h) and
+// protobuf messages for the stream. The only code of the client that reads or writes
+// message fields; client.cc, async_call.cc and stream_session.cc call it around the RPCs.
 #ifndef MYOPS_CLIENT_SRC_CODEC_H_
 #define MYOPS_CLIENT_SRC_CODEC_H_
 
 #include <cstdint>
 #include <string>
 
+#include <grpcpp/support/byte_buffer.h>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "myops/client/results.h"
 #include "myops/client/tensor.h"
 #include "myops/v1/myops.pb.h"
+#include "send_buffers.h"
 
 namespace myops::client::internal {
 
@@ -19,8 +23,24 @@ namespace myops::client::internal {
 // InvalidArgumentError when the input cannot make a request this client may send.
 absl::Status ValidateInput(const TensorView& input, int max_message_bytes);
 
-// Fills `request` (reusing its buffers) with a copy of the input's bytes. `input` must
-// have passed ValidateInput.
+// The unary request's wire bytes. The input's bytes are copied once, into a buffer of
+// `pool` that gRPC sends as is. `input` must have passed ValidateInput.
+grpc::ByteBuffer EncodeRequestBytes(const TensorView& input, double alpha, double beta,
+                                    const std::string& device, SendBufferPool& pool);
+
+// Parses a unary response, copying the output's bytes once out of the received slices.
+// InternalError when the bytes are not a ScaleShiftResponse or its tensor is malformed
+// or (with `expected` non-null) its dtype or shape differ from `expected`'s.
+absl::StatusOr<ScaleShiftResult> DecodeResponseBytes(const grpc::ByteBuffer& response,
+                                                     const TensorView* expected);
+
+// As DecodeResponseBytes, but copies the output into `out` (validated by the caller),
+// after checking it has out's dtype, shape and size, and returns the timing.
+absl::StatusOr<Timing> DecodeResponseBytesInto(const grpc::ByteBuffer& response,
+                                               const MutableTensorView& out);
+
+// Stream requests: fills `request` (reusing its buffers) with a copy of the input's
+// bytes. `input` must have passed ValidateInput.
 void EncodeRequest(const TensorView& input, double alpha, double beta, const std::string& device,
                    uint64_t request_id, myops::v1::ScaleShiftRequest* request);
 
@@ -30,11 +50,6 @@ Timing DecodeTiming(const myops::v1::Timing& timing);
 // malformed or (with `expected` non-null) its dtype or shape differ from `expected`'s.
 absl::StatusOr<ScaleShiftResult> TakeResult(myops::v1::ScaleShiftResponse* response,
                                             const TensorView* expected);
-
-// Copies the output tensor of `response` into `out` (validated by the caller), after
-// checking it has out's dtype, shape and size (InternalError otherwise).
-absl::Status CopyOutput(const myops::v1::ScaleShiftResponse& response,
-                        const MutableTensorView& out);
 
 // A stream response: its request_id and result, or the error of that request.
 StreamResult TakeStreamResult(myops::v1::ScaleShiftStreamResponse* response);

@@ -11,6 +11,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include "absl/strings/str_cat.h"
+#include "myops/wire/tensor_wire.h"
 
 namespace myops::client::internal {
 namespace {
@@ -20,15 +21,6 @@ using google::protobuf::io::CodedInputStream;
 // Wire types of the protobuf encoding.
 constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
 
-void AppendVarint(uint64_t value, std::string* out) {
-  while (value >= 0x80) {
-    out->push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out->push_back(static_cast<char>(value));
-}
-
-// Skips a field of an unknown number; false on a bad wire type or truncated input.
 bool SkipField(uint32_t tag, CodedInputStream* in) {
   uint64_t varint = 0;
   uint32_t length = 0;
@@ -52,7 +44,7 @@ grpc::ByteBuffer EncodeHealthCheckRequest(const std::string& service) {
   std::string bytes;
   if (!service.empty()) {  // proto3: the default value is not written.
     bytes.push_back(static_cast<char>((1 << 3) | kLengthDelimited));
-    AppendVarint(service.size(), &bytes);
+    wire::AppendVarint(service.size(), &bytes);
     bytes += service;
   }
   grpc::Slice slice(bytes);

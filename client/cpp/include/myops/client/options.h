@@ -4,6 +4,7 @@
 #define MYOPS_CLIENT_OPTIONS_H_
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,6 +48,10 @@ struct ClientOptions {
   // before sending.
   int max_message_bytes = 1 << 30;
   RetryPolicy retry;
+  // Request tensors are copied once into send buffers that gRPC owns until the bytes are
+  // written; released buffers are kept for reuse (no fresh page faults per request) up
+  // to this many bytes in all. 0 frees every buffer after its call. Must be >= 0.
+  int64_t max_pooled_send_bytes = int64_t{256} << 20;
   // Extra gRPC channel arguments ("grpc.keepalive_time_ms" -> 10000, ...). Applied after
   // the options above, so they can override them.
   std::map<std::string, int> int_channel_args;

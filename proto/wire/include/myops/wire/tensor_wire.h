@@ -1,0 +1,70 @@
+// The protobuf wire format of the myops.v1 messages that carry one Tensor
+// (ScaleShiftRequest.input, ScaleShiftResponse.output), written and read by hand so that
+// the tensor's data bytes never pass through a protobuf `bytes` field:
+//  - EncodeWithTensorData puts a given slice into the message as the data, uncopied;
+//  - ParseWithTensorData leaves the data in the received slices (TensorData) and parses
+//    every other field with protobuf itself.
+// The bytes are exactly protobuf's encoding, so peers using generated code interoperate.
+// Shared by the server (its unary responses) and the C++ client (its unary calls).
+#ifndef MYOPS_WIRE_TENSOR_WIRE_H_
+#define MYOPS_WIRE_TENSOR_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <google/protobuf/message_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include "myops/v1/myops.pb.h"
+
+namespace myops::wire {
+
+// Appends `value` as a base-128 varint.
+void AppendVarint(uint64_t value, std::string* out);
+
+// The data bytes of a parsed Tensor: spans of the received slices, which it keeps
+// alive. Immutable once parsed; safe to read from several threads. Move-only: spans may
+// point into the inline storage of its own slices, which a copy would not own.
+class TensorData {
+ public:
+  TensorData() = default;
+  TensorData(TensorData&&) = default;
+  TensorData& operator=(TensorData&&) = default;
+  TensorData(const TensorData&) = delete;
+  TensorData& operator=(const TensorData&) = delete;
+
+  size_t size() const { return size_; }
+  // The bytes when they lie in a single span (or are empty), else nullptr.
+  const uint8_t* contiguous() const;
+  // Copies all size() bytes to `dst`.
+  void CopyTo(void* dst) const;
+
+ private:
+  friend bool ParseWithTensorData(const grpc::ByteBuffer&, int, google::protobuf::MessageLite*,
+                                  TensorData*);
+  std::vector<grpc::Slice> slices_;
+  std::vector<std::pair<const uint8_t*, size_t>> spans_;
+  size_t size_ = 0;
+};
+
+// The message whose field `tensor_field` is a Tensor with `head`'s dtype and shape and
+// with `data` as its data, followed by `rest`'s fields. `head` must have no data and
+// `rest` must not set field `tensor_field`. `data` is referenced, not copied.
+grpc::ByteBuffer EncodeWithTensorData(int tensor_field, const myops::v1::Tensor& head,
+                                      const grpc::Slice& data,
+                                      const google::protobuf::MessageLite& rest);
+
+// Parses `bytes` into `message` (cleared first), except the data of its Tensor field
+// `tensor_field`, which is left empty in `message` and described by `data` instead.
+// Protobuf's merge rules hold (a repeated tensor field merges; the last data wins).
+// False when the bytes are not a valid encoding of `message`.
+bool ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field,
+                         google::protobuf::MessageLite* message, TensorData* data);
+
+}  // namespace myops::wire
+
+#endif  // MYOPS_WIRE_TENSOR_WIRE_H_

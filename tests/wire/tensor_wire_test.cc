@@ -1,0 +1,214 @@
+// Tests of myops::wire (proto/wire): the hand-written encoding must be byte-for-byte what
+// protobuf's generated code reads, and the parser must accept exactly what protobuf
+// accepts, with the tensor data found across any slicing of the received bytes.
+#include "myops/wire/tensor_wire.h"
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+namespace myops::wire {
+namespace {
+
+namespace v1 = ::myops::v1;
+using google::protobuf::util::MessageDifferencer;
+
+constexpr int kInput = v1::ScaleShiftRequest::kInputFieldNumber;
+
+std::string Flatten(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string out;
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+// `bytes` as a ByteBuffer of slices of the given sizes (the last one takes the rest).
+grpc::ByteBuffer Sliced(const std::string& bytes, const std::vector<size_t>& sizes) {
+  std::vector<grpc::Slice> slices;
+  size_t at = 0;
+  for (size_t size : sizes) {
+    if (at >= bytes.size()) break;
+    size = std::min(size, bytes.size() - at);
+    slices.emplace_back(bytes.data() + at, size);
+    at += size;
+  }
+  slices.emplace_back(bytes.data() + at, bytes.size() - at);
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+grpc::ByteBuffer OneSlice(const std::string& bytes) { return Sliced(bytes, {}); }
+
+v1::ScaleShiftRequest SampleRequest(size_t data_bytes) {
+  v1::ScaleShiftRequest request;
+  request.mutable_input()->set_dtype(v1::DTYPE_FLOAT16);
+  request.mutable_input()->add_shape(static_cast<int64_t>(data_bytes / 2));
+  std::string data(data_bytes, '\0');
+  for (size_t i = 0; i < data_bytes; ++i) data[i] = static_cast<char>(i * 7 + 3);
+  request.mutable_input()->set_data(data);
+  request.set_alpha(2.5);
+  request.set_beta(-1.0);
+  request.set_device("cpu");
+  request.set_request_id(77);
+  return request;
+}
+
+// Parses with ParseWithTensorData and puts the data back, for comparison with protobuf.
+bool ParseWhole(const grpc::ByteBuffer& bytes, v1::ScaleShiftRequest* request) {
+  TensorData data;
+  if (!ParseWithTensorData(bytes, kInput, request, &data)) return false;
+  EXPECT_TRUE(request->input().data().empty());
+  std::string copy(data.size(), '\0');
+  data.CopyTo(copy.data());
+  if (!copy.empty()) request->mutable_input()->set_data(copy);
+  return true;
+}
+
+TEST(TensorWireTest, EncodingIsWhatProtobufReads) {
+  for (size_t n : {size_t{0}, size_t{2}, size_t{300}, size_t{1} << 20}) {
+    const v1::ScaleShiftRequest expected = SampleRequest(n);
+    v1::Tensor head = expected.input();
+    head.clear_data();
+    v1::ScaleShiftRequest rest = expected;
+    rest.clear_input();
+    const grpc::ByteBuffer encoded =
+        EncodeWithTensorData(kInput, head, grpc::Slice(expected.input().data()), rest);
+    v1::ScaleShiftRequest parsed;
+    ASSERT_TRUE(parsed.ParseFromString(Flatten(encoded))) << n;
+    EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected)) << n;
+  }
+}
+
+TEST(TensorWireTest, DataSliceIsReferencedNotCopied) {
+  const std::string data(4096, 'x');
+  grpc::Slice slice(data);
+  v1::Tensor head;
+  head.set_dtype(v1::DTYPE_FLOAT32);
+  head.add_shape(1024);
+  const grpc::ByteBuffer encoded =
+      EncodeWithTensorData(kInput, head, slice, v1::ScaleShiftRequest());
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(encoded.Dump(&slices).ok());
+  ASSERT_EQ(slices.size(), 3u);
+  EXPECT_EQ(slices[1].begin(), slice.begin());
+}
+
+TEST(TensorWireTest, ParsesEverySlicingLikeProtobuf) {
+  const v1::ScaleShiftRequest expected = SampleRequest(1000);
+  const std::string bytes = expected.SerializeAsString();
+  std::mt19937 rng(7);
+  std::vector<std::vector<size_t>> slicings = {{}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {3, 500}};
+  for (int i = 0; i < 200; ++i) {
+    std::vector<size_t> sizes;
+    for (size_t total = 0; total < bytes.size();) {
+      sizes.push_back(std::uniform_int_distribution<size_t>(0, 64)(rng));
+      total += sizes.back();
+    }
+    slicings.push_back(sizes);
+  }
+  for (const auto& sizes : slicings) {
+    v1::ScaleShiftRequest parsed;
+    ASSERT_TRUE(ParseWhole(Sliced(bytes, sizes), &parsed));
+    EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected));
+  }
+}
+
+TEST(TensorWireTest, ContiguousOnlyForOneSpan) {
+  const std::string bytes = SampleRequest(1000).SerializeAsString();
+  v1::ScaleShiftRequest request;
+  TensorData data;
+  ASSERT_TRUE(ParseWithTensorData(OneSlice(bytes), kInput, &request, &data));
+  ASSERT_NE(data.contiguous(), nullptr);
+  EXPECT_EQ(std::memcmp(data.contiguous(), SampleRequest(1000).input().data().data(), 1000), 0);
+  ASSERT_TRUE(ParseWithTensorData(Sliced(bytes, {100}), kInput, &request, &data));
+  EXPECT_EQ(data.contiguous(), nullptr);
+  EXPECT_EQ(data.size(), 1000u);
+
+  ASSERT_TRUE(ParseWithTensorData(OneSlice(""), kInput, &request, &data));
+  EXPECT_EQ(data.size(), 0u);
+  EXPECT_NE(data.contiguous(), nullptr);
+  EXPECT_FALSE(request.has_input());
+}
+
+TEST(TensorWireTest, MergesRepeatedTensorFieldsAndKeepsUnknownFields) {
+  v1::ScaleShiftRequest first = SampleRequest(8);
+  v1::ScaleShiftRequest second;
+  second.mutable_input()->add_shape(3);  // Repeated shape appends; data stays the first's.
+  second.mutable_input()->set_dtype(v1::DTYPE_FLOAT32);
+  second.set_alpha(9.0);
+  std::string bytes = first.SerializeAsString() + second.SerializeAsString();
+  bytes += std::string("\xa0\x06\x2a", 3);  // Unknown field 100, varint 42.
+  v1::ScaleShiftRequest expected;
+  ASSERT_TRUE(expected.ParseFromString(bytes));
+  v1::ScaleShiftRequest parsed;
+  ASSERT_TRUE(ParseWhole(Sliced(bytes, {5, 5, 5}), &parsed));
+  EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected));
+  EXPECT_EQ(parsed.input().shape_size(), 2);
+
+  v1::ScaleShiftRequest third;
+  third.mutable_input()->set_data("zz");  // A later data wins.
+  bytes += third.SerializeAsString();
+  ASSERT_TRUE(expected.ParseFromString(bytes));
+  ASSERT_TRUE(ParseWhole(OneSlice(bytes), &parsed));
+  EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected));
+  EXPECT_EQ(parsed.input().data(), "zz");
+}
+
+// Differential: for every prefix and many mutations of a valid message, the parser
+// accepts exactly when protobuf does, with the same result.
+TEST(TensorWireTest, AcceptsExactlyWhatProtobufAccepts) {
+  v1::ScaleShiftRequest sample = SampleRequest(40);
+  sample.mutable_input()->add_shape(1);
+  const std::string valid = sample.SerializeAsString();
+  std::vector<std::string> cases;
+  for (size_t n = 0; n <= valid.size(); ++n) cases.push_back(valid.substr(0, n));
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    std::string bytes = valid;
+    const int edits = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = std::uniform_int_distribution<size_t>(0, bytes.size() - 1)(rng);
+      bytes[at] = static_cast<char>(std::uniform_int_distribution<int>(0, 255)(rng));
+    }
+    cases.push_back(bytes);
+  }
+  cases.push_back(std::string("\x0a\x02\x1a\x05", 4));  // Data longer than its tensor.
+  cases.push_back(std::string("\x0b\x0c", 2));          // Field 1 as a group.
+  cases.push_back(std::string("\x0c", 1));              // End group without a start.
+  cases.push_back(std::string("\x7b\x08\x01\x7c", 4));  // Unknown group 15 {1: 1}.
+  cases.push_back(std::string("\x7b\x08\x01\x74", 4));  // Group 15 ended as group 14.
+  cases.push_back(std::string("\x7b\x73\x74\x7c", 4));  // Group 14 nested in group 15.
+  cases.push_back(std::string(11, '\xff'));             // Overlong varint.
+  int accepted = 0;
+  for (const std::string& bytes : cases) {
+    v1::ScaleShiftRequest expected;
+    const bool protobuf_ok = expected.ParseFromString(bytes);
+    v1::ScaleShiftRequest parsed;
+    const bool ours_ok = ParseWhole(Sliced(bytes, {7, 3, 11}), &parsed);
+    ASSERT_EQ(ours_ok, protobuf_ok) << "bytes: " << testing::PrintToString(bytes);
+    if (protobuf_ok) {
+      ++accepted;
+      EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected));
+    }
+  }
+  EXPECT_GT(accepted, 50);  // Both branches are exercised.
+  EXPECT_LT(accepted, static_cast<int>(cases.size()) - 50);
+}
+
+TEST(TensorWireTest, FailedParseLeavesNoData) {
+  TensorData data;
+  v1::ScaleShiftRequest request;
+  ASSERT_TRUE(ParseWithTensorData(OneSlice(SampleRequest(100).SerializeAsString()), kInput,
+                                  &request, &data));
+  EXPECT_EQ(data.size(), 100u);
+  EXPECT_FALSE(ParseWithTensorData(OneSlice("\x0a\x7f"), kInput, &request, &data));
+  EXPECT_EQ(data.size(), 0u);
+}
+
+}  // namespace
+}  // namespace myops::wire
