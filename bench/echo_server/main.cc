@@ -21,6 +21,7 @@
 #include <grpcpp/server_builder.h>
 #include <CLI/CLI.hpp>
 
+#include "absl/synchronization/mutex.h"
 #include "echo_service.h"
 
 namespace {
@@ -33,6 +34,9 @@ std::string WithPort(const std::string& address, int port) {
 }
 
 int Main(int argc, char** argv) {
+  // Debian's abseil checks every absl::Mutex lock (gRPC's included) for deadlock cycles:
+  // a debug aid costing several % of CPU per call (bench/README.md). Off, as in myops-server.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"Bare myops.v1.Myops server that echoes its input (the protocol floor)."};
   std::string address = "127.0.0.1:50052";
   int64_t max_message_bytes = int64_t{1} << 30;

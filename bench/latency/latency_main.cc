@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "myops/client/client.h"
 
 namespace {
@@ -57,6 +58,9 @@ double Percentile(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's abseil checks every absl::Mutex lock (gRPC's included) for deadlock cycles:
+  // a debug aid costing several % of CPU per call (bench/README.md). Off, as in myops-server.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "myops-latency: ScaleShift round-trip latency at concurrency 1, targets side by side"};
   std::vector<std::string> target_specs, size_specs = {"1KiB", "1MiB", "16MiB", "64MiB"};

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "absl/strings/numbers.h"
+#include "absl/synchronization/mutex.h"
 #include "report.h"
 #include "runner.h"
 
@@ -36,6 +37,9 @@ bool ParseSize(const std::string& text, int64_t* bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's abseil checks every absl::Mutex lock (gRPC's included) for deadlock cycles:
+  // a debug aid costing several % of CPU per call (bench/README.md). Off, as in myops-server.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"myops-loadtest: load generator for the myops.v1 service"};
   LoadSpec base;
   std::vector<int> concurrency = {1};

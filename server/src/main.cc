@@ -10,6 +10,7 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "config.h"
 #include "server.h"
 
@@ -34,6 +35,9 @@ int WaitForSignal() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // gRPC locks absl::Mutex on every call; Debian's abseil checks each lock for deadlock
+  // cycles (a debug aid: ~7% of the CPU at 1 KiB requests, bench/README.md). Off.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto parsed = myops::server::ParseCommandLine(argc, argv);
   if (parsed.exit_code >= 0) {
     (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message << std::flush;
