@@ -1,52 +1,90 @@
-"""Ratio table (and JSON + PNG) from bench/compare.sh's per-target myops-loadtest reports.
+"""Ratio table (and JSON + PNG) from bench/compare.sh's myops-loadtest reports.
 
     python bench/compare_report.py bench/results/compare
 
-Reads echo.json, myops.json and python.json; writes compare.json and compare.png (the
-PNG needs matplotlib). Ratios: latency p50 of myops over echo (lower is better; targets
-1.25x at 1 KiB and 1.2x at 16/64 MiB), throughput of myops over echo (target >= 0.8x at
-1 KiB, concurrency 16) and throughput of myops over the Python peer (target >= 5x).
+Reads round*/{echo,myops,python}-*.json. Each ratio is computed within a round (the three
+servers measured back to back at that payload), then the median over rounds is reported
+with its range. Ratios: latency p50 of myops over echo (lower is better; targets 1.25x at
+1 KiB and 1.2x at 16/64 MiB), throughput of myops over echo (target >= 0.8x at 1 KiB,
+concurrency 16) and throughput of myops over the Python peer (target >= 5x; for one
+payload, the request rate ratio is also the GB/s ratio). Writes compare.json and
+compare.png (the PNG needs matplotlib).
 """
 
 import json
 import pathlib
+import statistics
 import sys
 
-
-def load(path):
-    points = json.loads(path.read_text())["points"]
-    return {(p["payload_bytes"], p["concurrency"]): p for p in points}
+NAMES = ("echo", "myops", "python")
 
 
 def size(n):
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
 
 
+def load_round(directory):
+    """{name: {(payload_bytes, concurrency): point}} for one round."""
+    data = {name: {} for name in NAMES}
+    for name in NAMES:
+        for path in directory.glob(f"{name}-*.json"):
+            for p in json.loads(path.read_text())["points"]:
+                data[name][(p["payload_bytes"], p["concurrency"])] = p
+    return data
+
+
+def ratio(a, b):
+    return a / b if b else None
+
+
+def summary(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "rounds": len(values)}
+
+
 def main():
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "bench/results/compare")
-    data = {name: load(out / f"{name}.json") for name in ("echo", "myops", "python")}
+    rounds = [load_round(d) for d in sorted(out.glob("round*")) if d.is_dir()]
+    if not rounds:
+        sys.exit(f"no round*/ directories in {out}")
+    keys = sorted({k for r in rounds for k in r["myops"]})
     rows = []
-    for key in sorted(data["myops"]):
-        e, m, p = (data[n].get(key) for n in ("echo", "myops", "python"))
-        if not (e and m and p):
+    for key in keys:
+        per_round = [r for r in rounds if all(key in r[n] for n in NAMES)]
+        if not per_round:
             continue
+        pts = [{n: r[n][key] for n in NAMES} for r in per_round]
         rows.append({
             "payload_bytes": key[0], "concurrency": key[1],
-            "p50_us": {n: d["latency_us"]["p50"] for n, d in (("echo", e), ("myops", m), ("python", p))},
-            "throughput_rps": {n: d["throughput_rps"] for n, d in (("echo", e), ("myops", m), ("python", p))},
-            "myops_p50_vs_echo": m["latency_us"]["p50"] / e["latency_us"]["p50"],
-            "myops_rps_vs_echo": m["throughput_rps"] / e["throughput_rps"] if e["throughput_rps"] else None,
-            "myops_rps_vs_python": m["throughput_rps"] / p["throughput_rps"] if p["throughput_rps"] else None,
-            "errors": {n: d["errors"] for n, d in (("echo", e), ("myops", m), ("python", p))},
+            "p50_us": {n: statistics.median(p[n]["latency_us"]["p50"] for p in pts) for n in NAMES},
+            "throughput_rps": {n: statistics.median(p[n]["throughput_rps"] for p in pts) for n in NAMES},
+            "myops_p50_vs_echo": summary(
+                [ratio(p["myops"]["latency_us"]["p50"], p["echo"]["latency_us"]["p50"]) for p in pts]),
+            "myops_rps_vs_echo": summary(
+                [ratio(p["myops"]["throughput_rps"], p["echo"]["throughput_rps"]) for p in pts]),
+            "myops_rps_vs_python": summary(
+                [ratio(p["myops"]["throughput_rps"], p["python"]["throughput_rps"]) for p in pts]),
+            "errors": {n: sum(p[n]["errors"] for p in pts) for n in NAMES},
         })
+
+    def fmt(s):
+        if s is None:
+            return "n/a"
+        return f"{s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f})"
+
+    print(f"median over {len(rounds)} round(s); (min-max) of the per-round ratios")
     print(f"{'payload':>8} {'conc':>4} {'echo p50':>10} {'myops p50':>10} {'python p50':>11} "
-          f"{'p50 m/e':>8} {'rps m/e':>8} {'rps m/py':>9}")
+          f"{'p50 myops/echo':>20} {'rps myops/echo':>20} {'rps myops/python':>20} {'errors':>6}")
     for r in rows:
-        fmt = lambda v: f"{v:.2f}x" if v is not None else "n/a"  # noqa: E731
         print(f"{size(r['payload_bytes']):>8} {r['concurrency']:>4} {r['p50_us']['echo']:>10.1f} "
-              f"{r['p50_us']['myops']:>10.1f} {r['p50_us']['python']:>11.1f} {fmt(r['myops_p50_vs_echo']):>8} "
-              f"{fmt(r['myops_rps_vs_echo']):>8} {fmt(r['myops_rps_vs_python']):>9}")
-    (out / "compare.json").write_text(json.dumps({"benchmark": "compare", "rows": rows}, indent=2))
+              f"{r['p50_us']['myops']:>10.1f} {r['p50_us']['python']:>11.1f} "
+              f"{fmt(r['myops_p50_vs_echo']):>20} {fmt(r['myops_rps_vs_echo']):>20} "
+              f"{fmt(r['myops_rps_vs_python']):>20} {sum(r['errors'].values()):>6}")
+    (out / "compare.json").write_text(
+        json.dumps({"benchmark": "compare", "rounds": len(rounds), "rows": rows}, indent=2))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -56,10 +94,11 @@ def main():
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, conc in zip(axes, (1, 16)):
-        for name in ("echo", "myops", "python"):
-            pts = [r for r in rows if r["concurrency"] == conc]
-            ax.loglog([r["payload_bytes"] for r in pts], [r["p50_us"][name] for r in pts], marker="o", label=name)
-        ax.set_title(f"p50 latency, concurrency {conc}")
+        pts = [r for r in rows if r["concurrency"] == conc]
+        for name in NAMES:
+            ax.loglog([r["payload_bytes"] for r in pts], [r["p50_us"][name] for r in pts],
+                      marker="o", label=name)
+        ax.set_title(f"p50 latency (median of rounds), concurrency {conc}")
         ax.set_xlabel("payload bytes")
         ax.set_ylabel("us")
         ax.legend()

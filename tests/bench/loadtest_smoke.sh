@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Smoke run of myops-loadtest against the real myops-server and the echo server: closed
 # loop (unary and stream) and open loop, a second each; asserts zero errors and a
-# well-formed JSON report. No timing assertions.
+# well-formed JSON report. Then one short round of bench/compare.sh's comparison (echo,
+# myops-server and the Python peer) through bench/compare_report.py, asserting a complete,
+# error-free ratio table. No timing assertions.
 #   loadtest_smoke.sh MYOPS_SERVER ECHO_SERVER LOADTEST PYTHON
 set -euo pipefail
 server=$1 echo_server=$2 loadtest=$3 python=$4
@@ -34,3 +36,26 @@ assert len(rows) == 5 and rows[0].startswith("target,mode,concurrency"), rows
 print("loadtest reports OK")
 PY
 done
+
+# The comparison: the Python peer (grpcio + numpy) beside the two C++ servers, one round.
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+myops_start python "" "$python" "$repo/bench/peers/python_server.py" --address 127.0.0.1:0
+python_addr=$MYOPS_ADDR
+mkdir -p "$work/compare/round1"
+for pair in "echo=$echo_addr" "myops=$myops" "python=$python_addr"; do
+  "$loadtest" --target "${pair#*=}" --concurrency 1,4 --sizes 1KiB "${common[@]}" \
+    --json "$work/compare/round1/${pair%%=*}-1KiB.json"
+done
+"$python" "$repo/bench/compare_report.py" "$work/compare"
+"$python" - "$work/compare/compare.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["rounds"] == 1, report
+rows = report["rows"]
+assert [(r["payload_bytes"], r["concurrency"]) for r in rows] == [(1024, 1), (1024, 4)], rows
+for r in rows:
+    assert r["errors"] == {"echo": 0, "myops": 0, "python": 0}, r
+    for key in ("myops_p50_vs_echo", "myops_rps_vs_echo", "myops_rps_vs_python"):
+        assert r[key]["rounds"] == 1 and r[key]["median"] > 0, (key, r)
+print("compare report OK")
+PY
