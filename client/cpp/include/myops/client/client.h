@@ -59,9 +59,10 @@ class Client {
                                               const CallOptions& options = {});
 
   // As ScaleShift, but writes the output into `out`, which must have x's dtype and shape
-  // and a buffer of x's size (InvalidArgumentError otherwise, before sending). Reuses this
-  // thread's request/response messages, so a loop of calls allocates no tensors. `out` may
-  // be x's own buffer (in place). `out` is unspecified when an error is returned.
+  // and a buffer of x's size (InvalidArgumentError otherwise, before sending). x is copied
+  // once, into a pooled send buffer (ClientOptions::max_pooled_send_bytes), and the output
+  // once, from the received bytes straight into `out`, so a loop of calls allocates no
+  // tensors. `out` may be x's own buffer (in place). `out` is unspecified on error.
   absl::StatusOr<Timing> ScaleShiftInto(const TensorView& x, double alpha, double beta,
                                         const MutableTensorView& out,
                                         const CallOptions& options = {});

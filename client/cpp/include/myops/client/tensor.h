@@ -71,8 +71,8 @@ struct MutableTensorView {
 // `what` names the tensor in the message (e.g. "input").
 absl::Status ValidateTensorView(const TensorView& view, absl::string_view what = "tensor");
 
-// An owning tensor: dtype, shape and its bytes (in a std::string, so results move out of
-// the response message without a copy). Not validated on construction; use
+// An owning tensor: dtype, shape and its bytes, in a std::string (a result's bytes are
+// copied there once, from the received message). Not validated on construction; use
 // Tensor::Allocate or ValidateTensorView(tensor.view()) where that matters.
 // Thread-compatible: const methods may be called concurrently, mutation needs exclusion.
 class Tensor {
