@@ -134,6 +134,16 @@ void AppendVarint(uint64_t value, std::string* out) {
   out->push_back(static_cast<char>(value));
 }
 
+bool Flatten(const grpc::ByteBuffer& buffer, std::string* out) {
+  out->clear();
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return false;
+  for (const grpc::Slice& s : slices) {
+    out->append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return true;
+}
+
 const uint8_t* TensorData::contiguous() const {
   static const uint8_t kEmpty = 0;
   if (spans_.empty()) return &kEmpty;

@@ -9,6 +9,7 @@
 #include "codec.h"
 #include "grpc_status.h"
 #include "health.h"
+#include "myops/wire/tensor_wire.h"
 #include "retry.h"
 #include "send_buffers.h"
 
@@ -92,11 +93,8 @@ TEST(ClientRetryTest, CallWithRetriesMakesMaxAttempts) {
 }
 
 std::string Bytes(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
   std::string out;
-  for (const grpc::Slice& s : slices)
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_TRUE(wire::Flatten(buffer, &out));
   return out;
 }
 
@@ -198,13 +196,8 @@ TEST(ClientCodecTest, RequestBytesAreTheGeneratedEncoding) {
     for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>(i % 251);
     const TensorView input{DType::kFloat32, {2, static_cast<int64_t>(n / 8)}, data.data(), n};
     grpc::ByteBuffer bytes = EncodeRequestBytes(input, 2.0, -0.5, "cuda:1", *pool);
-    std::vector<grpc::Slice> slices;
-    ASSERT_TRUE(bytes.Dump(&slices).ok());
-    std::string flat;
-    for (const grpc::Slice& s : slices)
-      flat.append(reinterpret_cast<const char*>(s.begin()), s.size());
     myops::v1::ScaleShiftRequest request;
-    ASSERT_TRUE(request.ParseFromString(flat));
+    ASSERT_TRUE(request.ParseFromString(Bytes(bytes)));
     EXPECT_EQ(request.input().dtype(), myops::v1::DTYPE_FLOAT32);
     EXPECT_THAT(request.input().shape(), ::testing::ElementsAre(2, static_cast<int64_t>(n / 8)));
     EXPECT_EQ(request.input().data(), data);

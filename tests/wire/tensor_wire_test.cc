@@ -20,11 +20,8 @@ using google::protobuf::util::MessageDifferencer;
 constexpr int kInput = v1::ScaleShiftRequest::kInputFieldNumber;
 
 std::string Flatten(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
   std::string out;
-  for (const grpc::Slice& s : slices)
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_TRUE(wire::Flatten(buffer, &out));
   return out;
 }
 

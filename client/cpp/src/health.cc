@@ -52,12 +52,8 @@ grpc::ByteBuffer EncodeHealthCheckRequest(const std::string& service) {
 }
 
 absl::StatusOr<ServingStatus> DecodeHealthCheckResponse(const grpc::ByteBuffer& response) {
-  std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return absl::InternalError("unreadable health response");
   std::string bytes;
-  for (const grpc::Slice& slice : slices) {
-    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
+  if (!wire::Flatten(response, &bytes)) return absl::InternalError("unreadable health response");
   CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
                       static_cast<int>(bytes.size()));
   uint64_t status = 0;

@@ -26,6 +26,10 @@ namespace myops::wire {
 // Appends `value` as a base-128 varint.
 void AppendVarint(uint64_t value, std::string* out);
 
+// All bytes of `buffer` in one string (a copy: for small messages and tests). False when
+// gRPC cannot read the buffer.
+bool Flatten(const grpc::ByteBuffer& buffer, std::string* out);
+
 // The data bytes of a parsed Tensor: spans of the received slices, which it keeps
 // alive. Immutable once parsed; safe to read from several threads. Move-only: spans may
 // point into the inline storage of its own slices, which a copy would not own.
