@@ -28,7 +28,7 @@ struct ExecutorOptions {
   int intra_op_threads = 0;      // PyTorch intra-op threads; 0: PyTorch's default
   // CPU requests with at most this many input bytes run on the submitting thread: a
   // thread hop costs more than computing them. 0 disables.
-  int64_t inline_max_bytes = 64 << 10;
+  int64_t inline_max_bytes = 128 << 10;  // Measured: bench/README.md, "Inline small requests".
 };
 
 // One operator call. The views must stay valid until `done` has been called.
