@@ -1,8 +1,6 @@
 // Validation of wire tensors (see codec.h).
 #include "codec.h"
 
-#include <grpcpp/support/proto_buffer_reader.h>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -55,6 +53,13 @@ absl::string_view DTypeName(DType t) {
 
 absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string_view field,
                                         const TensorLimits& limits) {
+  absl::StatusOr<TensorView> view = DecodeTensorHead(t, t.data().size(), field, limits);
+  if (view.ok()) view->data = t.data().data();
+  return view;
+}
+
+absl::StatusOr<TensorView> DecodeTensorHead(const myops::v1::Tensor& t, uint64_t data_bytes,
+                                            absl::string_view field, const TensorLimits& limits) {
   auto dtype = DecodeDType(t.dtype(), field);
   if (!dtype.ok()) return dtype.status();
   if (t.shape_size() > limits.max_dims) {
@@ -93,15 +98,14 @@ absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string
         field, " needs ", numel, " x ", ItemSize(*dtype), " bytes (shape ", ShapeString(t), ", ",
         DTypeName(*dtype), "); this server's limit is ", limits.max_bytes, " bytes"));
   }
-  if (static_cast<int64_t>(t.data().size()) != bytes) {
+  if (data_bytes != static_cast<uint64_t>(bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        field, ".data has ", t.data().size(), " bytes but shape ", ShapeString(t), " of ",
+        field, ".data has ", data_bytes, " bytes but shape ", ShapeString(t), " of ",
         DTypeName(*dtype), " needs exactly ", bytes, " (", numel, " x ", ItemSize(*dtype), ")"));
   }
   TensorView view;
   view.dtype = *dtype;
   view.shape.assign(t.shape().begin(), t.shape().end());
-  view.data = t.data().data();
   view.bytes = bytes;
   return view;
 }
@@ -119,9 +123,10 @@ MutableTensorView PrepareOutput(const TensorView& like, myops::v1::Tensor* out) 
   return view;
 }
 
-bool ParseRequest(const grpc::ByteBuffer* bytes, myops::v1::ScaleShiftRequest* request) {
-  grpc::ProtoBufferReader reader(const_cast<grpc::ByteBuffer*>(bytes));
-  return request->ParseFromZeroCopyStream(&reader);
+bool ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRequest* request,
+                  wire::TensorData* data) {
+  return wire::ParseWithTensorData(bytes, myops::v1::ScaleShiftRequest::kInputFieldNumber, request,
+                                   data);
 }
 
 MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice) {

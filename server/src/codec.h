@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "myops/v1/myops.pb.h"
+#include "myops/wire/tensor_wire.h"
 #include "tensor_view.h"
 
 namespace myops::server {
@@ -29,13 +30,20 @@ struct TensorLimits {
 absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string_view field,
                                         const TensorLimits& limits);
 
+// As DecodeTensor, for a tensor whose `data_bytes` bytes of data are kept outside `t`
+// (t's own data is ignored): the view's data is null, for the caller to set.
+absl::StatusOr<TensorView> DecodeTensorHead(const myops::v1::Tensor& t, uint64_t data_bytes,
+                                            absl::string_view field, const TensorLimits& limits);
+
 // Sets `out`'s dtype and shape to `like`'s and sizes its data to hold them; returns a
 // writable view of that buffer. `like` must come from DecodeTensor.
 MutableTensorView PrepareOutput(const TensorView& like, myops::v1::Tensor* out);
 
 // The unary RPC's wire side (a raw gRPC method): parses the request from the received
-// bytes; false when they are not a ScaleShiftRequest.
-bool ParseRequest(const grpc::ByteBuffer* bytes, myops::v1::ScaleShiftRequest* request);
+// bytes, all but its input's data, which stays in the received slices (`data`); false
+// when they are not a ScaleShiftRequest.
+bool ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRequest* request,
+                  wire::TensorData* data);
 
 // Allocates an uninitialized slice for `like`'s bytes and returns a writable view of it.
 // `slice` must not move until the view's user is done.

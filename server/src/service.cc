@@ -5,6 +5,8 @@
 #include <memory>
 #include <mutex>
 
+#include <grpc/slice.h>
+
 #include "absl/strings/str_cat.h"
 #include "myops/version.h"
 
@@ -44,6 +46,7 @@ class StreamReactor final
   }
 
   void OnReadDone(bool ok) override {
+    const auto received = Clock::now();
     std::unique_ptr<Item> item;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -58,8 +61,11 @@ class StreamReactor final
       if (outstanding_ < kMaxOutstandingPerStream) ReadNextLocked();
     }
     Item* raw = item.release();  // owned by the write queue once processed
+    // gRPC parsed the message before OnReadDone: decode_ns starts after that.
+    const std::string& data = raw->request.input().data();
     service_->Process(
-        raw->request, context_->deadline(), [ctx = context_] { return ctx->IsCancelled(); },
+        raw->request, {data.size(), [bytes = data.data()] { return bytes; }}, received,
+        context_->deadline(), [ctx = context_] { return ctx->IsCancelled(); },
         [raw](const TensorView& input) {
           return PrepareOutput(input, raw->response.mutable_response()->mutable_output());
         },
@@ -134,10 +140,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
     : executor_(executor), limits_(limits), inflight_(limits.max_inflight) {}
 
-void MyopsService::Process(const ScaleShiftRequest& request,
+void MyopsService::Process(const ScaleShiftRequest& request, InputData input_data,
+                           Clock::time_point received,
                            std::chrono::system_clock::time_point deadline,
                            std::function<bool()> is_cancelled, OutputSink output, Done done) {
-  const auto start = Clock::now();
+  const auto start = received;
   if (!inflight_.TryAcquire()) {
     done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
                                                    inflight_.limit(),
@@ -152,12 +159,13 @@ void MyopsService::Process(const ScaleShiftRequest& request,
   if (!request.has_input()) {
     return fail(absl::InvalidArgumentError("the request has no 'input' tensor"));
   }
-  auto input = DecodeTensor(request.input(), "input", limits_.tensor);
+  auto input = DecodeTensorHead(request.input(), input_data.size, "input", limits_.tensor);
   if (!input.ok()) return fail(input.status());
   auto wanted = ParseDeviceRequest(request.device());
   if (!wanted.ok()) return fail(wanted.status());
   auto slot = executor_->devices().Resolve(*wanted, round_robin_.fetch_add(1));
   if (!slot.ok()) return fail(slot.status());
+  input->data = input_data.contiguous();
   const auto decoded = Clock::now();
 
   Job job;
@@ -190,20 +198,33 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Owns the parsed request (the input view points into it) and the output slice until
-  // the response is encoded.
+  // Owns the parsed request, its input's data (in the received slices, or gathered from
+  // them into `gathered`: the input view points there) and the output slice until the
+  // response is encoded.
   struct Call {
     ScaleShiftRequest request;
+    wire::TensorData input;
+    grpc::Slice gathered;
     grpc::Slice output;
+
+    const void* ContiguousInput() {
+      if (const uint8_t* bytes = input.contiguous()) return bytes;
+      gathered = grpc::Slice(grpc_slice_malloc(input.size()), grpc::Slice::STEAL_REF);
+      uint8_t* out = const_cast<uint8_t*>(gathered.begin());  // Freshly allocated: ours.
+      input.CopyTo(out);
+      return out;
+    }
   };
+  const auto received = Clock::now();  // decode_ns includes parsing and gathering.
   auto call = std::make_shared<Call>();
-  if (!ParseRequest(request, &call->request)) {
+  if (!ParseRequest(*request, &call->request, &call->input)) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                                  "the request is not a valid myops.v1.ScaleShiftRequest"));
     return reactor;
   }
   Process(
-      call->request, context->deadline(), [context] { return context->IsCancelled(); },
+      call->request, {call->input.size(), [&call = *call] { return call.ContiguousInput(); }},
+      received, context->deadline(), [context] { return context->IsCancelled(); },
       [call](const TensorView& input) { return AllocateOutput(input, &call->output); },
       [call, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
         if (status.ok()) {

@@ -61,11 +61,20 @@ class MyopsService final
   // request's `done` has run.
   using OutputSink = std::function<MutableTensorView(const TensorView& input)>;
   using Done = std::function<void(absl::Status, const myops::v1::Timing&)>;
+  // Where the input tensor's data is: `size` bytes, which `contiguous` returns as one
+  // buffer (valid until `done` has run). Called once, only for a request that passed
+  // admission and validation, so a rejected request costs no copy.
+  struct InputData {
+    uint64_t size = 0;
+    std::function<const void*()> contiguous;
+  };
 
-  // Validates `request`, takes its output buffer from `output` and submits it; calls `done`
-  // exactly once with the final status and (on success) the timing. Shared by the unary
-  // and streaming RPCs.
-  void Process(const myops::v1::ScaleShiftRequest& request,
+  // Validates `request` (whose input's data is `input_data`), takes its output buffer from
+  // `output` and submits it; calls `done` exactly once with the final status and (on
+  // success) the timing, which counts from `received` (when the handler got the request's
+  // bytes). Shared by the unary and streaming RPCs.
+  void Process(const myops::v1::ScaleShiftRequest& request, InputData input_data,
+               std::chrono::steady_clock::time_point received,
                std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
                OutputSink output, Done done);
 

@@ -206,12 +206,28 @@ TEST(CodecTest, RequestsParseFromReceivedBytes) {
   grpc::Slice wire(request.SerializeAsString());
   grpc::ByteBuffer bytes(&wire, 1);
   myops::v1::ScaleShiftRequest parsed;
-  ASSERT_TRUE(ParseRequest(&bytes, &parsed));
+  wire::TensorData data;
+  ASSERT_TRUE(ParseRequest(bytes, &parsed, &data));
   EXPECT_EQ(parsed.alpha(), 2.5);
-  EXPECT_EQ(parsed.input().data().size(), 24u);
+  EXPECT_TRUE(parsed.input().data().empty());  // Left in the received slices.
+  ASSERT_EQ(data.size(), 24u);
+  std::string copy(24, '\0');
+  data.CopyTo(copy.data());
+  EXPECT_EQ(copy, request.input().data());
+
+  // The data's size, not the message's, is what the head is checked against.
+  auto head = DecodeTensorHead(parsed.input(), data.size(), "input", {});
+  ASSERT_TRUE(head.ok()) << head.status();
+  EXPECT_EQ(head->bytes, 24);
+  EXPECT_EQ(head->data, nullptr);
+  auto short_data = DecodeTensorHead(parsed.input(), 23, "input", {});
+  EXPECT_NE(short_data.status().message().find("input.data has 23 bytes but shape [3]"),
+            absl::string_view::npos)
+      << short_data.status();
+
   grpc::Slice junk(std::string("\xff\xff\xff"));
   grpc::ByteBuffer bad(&junk, 1);
-  EXPECT_FALSE(ParseRequest(&bad, &parsed));
+  EXPECT_FALSE(ParseRequest(bad, &parsed, &data));
 }
 
 TEST(DeviceTest, ResolvesRequestsAgainstServedDevices) {

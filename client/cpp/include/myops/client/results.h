@@ -15,7 +15,7 @@ namespace myops::client {
 
 // Where the server spent the time of one request, in nanoseconds of wall time.
 struct Timing {
-  int64_t decode_ns = 0;   // Validating the request and wrapping its bytes.
+  int64_t decode_ns = 0;   // Parsing (unary calls) and validating the request.
   int64_t queue_ns = 0;    // Waiting for an executor worker.
   int64_t compute_ns = 0;  // Running the operator (on CUDA: copies + kernel, CUDA events).
   int64_t encode_ns = 0;   // Preparing the response tensor.
