@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", base.device, "Device requested from the server");
   app.add_option("--duration", duration_s, "Seconds per measurement window")->capture_default_str();
   app.add_option("--requests", base.max_requests, "Requests per window (instead of --duration)");
+  app.add_option("--min-requests", base.min_requests,
+                 "Completions a timed window waits for, up to 20 durations "
+                 "(default: max(5, concurrency))")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", warmup_s, "Seconds of unrecorded warmup per point")
       ->capture_default_str();
   app.add_option("--max-windows", base.max_windows,

@@ -109,9 +109,12 @@ class LoadRun final {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       const auto now = Clock::now();
       const bool by_count = !warmup && max_requests > 0;
-      // A timed window also waits for a few completions (slow servers, big payloads), up to
-      // 20 window lengths.
-      const int64_t min_done = warmup ? 0 : std::max(5, spec_.concurrency);
+      // A timed window also waits for some completions (slow servers, big payloads: a rate
+      // from a handful of requests is mostly noise), up to 20 window lengths.
+      const int64_t min_done =
+          warmup ? 0
+                 : (spec_.min_requests > 0 ? spec_.min_requests
+                                           : std::max<int64_t>(5, spec_.concurrency));
       if (by_count ? collector->done() >= max_requests
                    : (now - start >= length &&
                       (collector->done() >= min_done || now - start >= 20 * length))) {

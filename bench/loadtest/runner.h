@@ -31,8 +31,9 @@ struct LoadSpec {
   std::chrono::milliseconds warmup{1000};
   std::chrono::milliseconds window{5000};  // one measurement window
   int64_t max_requests = 0;                // > 0: stop each window after this many requests
-  int max_windows = 1;                     // > 1: repeat windows until throughput is stable
-  double stability = 0.10;                 // consecutive windows' throughput within this fraction
+  int64_t min_requests = 0;  // a timed window also waits for this many (0: max(5, concurrency))
+  int max_windows = 1;       // > 1: repeat windows until throughput is stable
+  double stability = 0.10;   // consecutive windows' throughput within this fraction
 };
 
 // What one window (or a merge of windows) measured.

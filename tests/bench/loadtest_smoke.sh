@@ -37,6 +37,16 @@ print("loadtest reports OK")
 PY
 done
 
+# --min-requests stretches a timed window: 30 completions at 20/s take 1.5 s, not 0.5 s.
+"$loadtest" --target "$myops" --rate 20 --shape 64 --duration 0.5 --min-requests 30 \
+  --warmup 0.2 --max-windows 1 --quiet --json "$work/min.json"
+"$python" - "$work/min.json" <<'PY'
+import json, sys
+(p,) = json.load(open(sys.argv[1]))["points"]
+assert p["requests_ok"] >= 30 and p["seconds"] >= 1.3 and p["errors"] == 0, p
+print("min-requests OK")
+PY
+
 # The comparison: the Python peer (grpcio + numpy) beside the two C++ servers, one round.
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 myops_start python "" "$python" "$repo/bench/peers/python_server.py" --address 127.0.0.1:0
