@@ -37,13 +37,15 @@ size=$("$engine" image inspect -f '{{.Size}}' "$image")
 log "image size: $((size / 1000000)) MB"
 
 # --- run: published port, flags through env (as in compose/k8s) and through args ------
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port) metrics_port=$(free_port)
 drain=8 grace=20
 # As locked down as deploy/k8s runs it: read-only root, no capabilities, no privilege gain.
 secure=(--read-only --cap-drop ALL --security-opt no-new-privileges)
 [ "$podman" = yes ] && secure+=(--read-only-tmpfs=false)
 # (podman without systemd complains it cannot schedule the HEALTHCHECK: noise, filtered)
 "$engine" run -d --name "$ctr" "${secure[@]}" --network bridge -p "127.0.0.1:$port:50051" \
+  -p "127.0.0.1:$metrics_port:9090" \
   -e MYOPS_DRAIN_DELAY=$drain -e MYOPS_GRACE_PERIOD=$grace "$image" --log-level info \
   2> >(grep -v 'systemd connection' >&2) >/dev/null
 [ "$("$engine" exec "$ctr" id -u)" = 10001 ] || fail "server does not run as uid 10001"
@@ -85,8 +87,16 @@ assert b"'<f4'" in data[:128] and b"(4, 5)" in data[:128], data[:128]
 assert list(y) == [2 * (i - 7.5) + 1 for i in range(20)], y
 PY
 log "scale_shift over 127.0.0.1:$port: values correct"
-# TODO(python client): once client/python exists, call it here against 127.0.0.1:$port:
-#   client = myops_client.Client(...); assert (client.scale_shift(x, 2.0, 1.0) == 2 * x + 1).all()
+
+# --- Prometheus metrics over the published port (the image enables them on 9090) -------
+python3 - "$metrics_port" <<'PY' || fail "metrics over the published port"
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
+line = 'myops_requests_total{rpc="ScaleShift",code="OK"} '
+(count,) = [int(l[len(line):]) for l in text.splitlines() if l.startswith(line)]
+assert count >= 1, text
+PY
+log "metrics over 127.0.0.1:$metrics_port: requests counted"
 
 # --- SIGTERM with requests in flight --------------------------------------------------
 # Clients inside the container loop for ~3 s here; SIGTERM comes while they run. During the

@@ -74,6 +74,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     s->executor_->Shutdown();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   }
+  if (!options.metrics_address.empty()) {
+    MyopsService* service = s->service_.get();
+    auto http = MetricsHttpServer::Start(options.metrics_address, [service] {
+      return service->metrics().Render(service->inflight());
+    });
+    if (!http.ok()) {
+      s->Shutdown(std::chrono::milliseconds(0));
+      return http.status();
+    }
+    s->metrics_http_ = std::move(*http);
+  }
   auto* health = s->server_->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus("myops.v1.Myops", true);
@@ -92,7 +103,12 @@ std::string Server::Describe() const {
       " | torch ", info.torch_version,
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
-      " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight);
+      " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
+      metrics_http_
+          ? absl::StrCat(" | metrics on ",
+                         options_.metrics_address.substr(0, options_.metrics_address.rfind(':')),
+                         ":", metrics_http_->port(), "/metrics")
+          : "");
 }
 
 void Server::BeginDrain() {
@@ -107,6 +123,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     server_->Shutdown(std::chrono::system_clock::now() + grace);
   }
   if (executor_) executor_->Shutdown();
+  metrics_http_.reset();
 }
 
 }  // namespace myops::server

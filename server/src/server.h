@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor.h"
+#include "metrics_http.h"
 #include "service.h"
 
 namespace grpc {
@@ -29,6 +30,7 @@ struct ServerOptions {
   ExecutorOptions executor;
   TlsOptions tls;
   bool reflection = true;
+  std::string metrics_address;  // Prometheus GET /metrics on HOST:PORT; "" disables.
 };
 
 // Owns the executor, the service and the grpc::Server. port() and Describe() are
@@ -43,6 +45,7 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
+  int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }  // 0: off
   // One line: address, devices, versions, limits, workers.
   std::string Describe() const;
 
@@ -63,6 +66,7 @@ class Server {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<MyopsService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<MetricsHttpServer> metrics_http_;  // Serves until Shutdown ends.
   int port_ = 0;
   bool stopped_ = false;
 };

@@ -70,6 +70,8 @@ class StreamReactor final
           return PrepareOutput(input, raw->response.mutable_response()->mutable_output());
         },
         [this, raw](absl::Status status, const myops::v1::Timing& timing) {
+          service_->metrics().Record(Metrics::Rpc::kScaleShiftStream, status, timing,
+                                     raw->request.input().data().size());
           raw->response.set_request_id(raw->request.request_id());
           if (status.ok()) {
             *raw->response.mutable_response()->mutable_timing() = timing;
@@ -218,15 +220,18 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
   auto call = std::make_shared<Call>();
   if (!ParseRequest(*request, &call->request, &call->input)) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 "the request is not a valid myops.v1.ScaleShiftRequest"));
+    const absl::Status invalid =
+        absl::InvalidArgumentError("the request is not a valid myops.v1.ScaleShiftRequest");
+    metrics_.Record(Metrics::Rpc::kScaleShift, invalid, {}, 0);
+    reactor->Finish(ToGrpcStatus(invalid));
     return reactor;
   }
   Process(
       call->request, {call->input.size(), [&call = *call] { return call.ContiguousInput(); }},
       received, context->deadline(), [context] { return context->IsCancelled(); },
       [call](const TensorView& input) { return AllocateOutput(input, &call->output); },
-      [call, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+      [this, call, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+        metrics_.Record(Metrics::Rpc::kScaleShift, status, timing, call->input.size());
         if (status.ok()) {
           *response = EncodeResponse(call->request, call->output, timing);
         }

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "codec.h"
 #include "executor.h"
+#include "metrics.h"
 #include "myops/v1/myops.grpc.pb.h"
 
 namespace myops::server {
@@ -78,10 +79,15 @@ class MyopsService final
                std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
                OutputSink output, Done done);
 
+  // Request metrics (thread-safe) and the requests in flight now, for the metrics endpoint.
+  Metrics& metrics() { return metrics_; }
+  int64_t inflight() const { return inflight_.current(); }
+
  private:
   Executor* executor_;
   ServiceLimits limits_;
   InflightLimiter inflight_;
+  Metrics metrics_;
   std::atomic<unsigned> round_robin_{0};
 };
 

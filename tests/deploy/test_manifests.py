@@ -20,6 +20,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BUILD = pathlib.Path(os.environ.get("MYOPS_BUILD_DIR", REPO / "build"))
 PORT = 50051
+METRICS_PORT = 9090
 HEALTH_SERVICES = {"", "myops.v1.Myops"}
 DOCKER_STOP_DEFAULT_S = 10
 
@@ -112,7 +113,7 @@ def test_kustomizations_name_existing_files():
 
 def test_port_is_50051_everywhere():
     container = server_container()
-    (port,) = container["ports"]
+    (port,) = [p for p in container["ports"] if p["name"] == "grpc"]
     assert port["containerPort"] == PORT
     assert port_of(env_of(container)["MYOPS_ADDRESS"]) == PORT
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -123,10 +124,10 @@ def test_port_is_50051_everywhere():
         assert (port["containerPort"] if target == port["name"] else target) == PORT
         assert svc_port["port"] == PORT
     docker = dockerfile()
-    assert ("EXPOSE", str(PORT)) in docker
+    assert ("EXPOSE", f"{PORT} {METRICS_PORT}") in docker
     assert port_of(dockerfile_env()["MYOPS_ADDRESS"]) == PORT
     server = compose()["services"]["server"]
-    assert server["ports"] == [f"{PORT}:{PORT}"]
+    assert server["ports"][0] == f"{PORT}:{PORT}"
     assert port_of(server["environment"]["MYOPS_ADDRESS"]) == PORT
     assert f"--target 127.0.0.1:{PORT}" in " ".join(server["healthcheck"]["test"])
     assert f"server:{PORT}" in compose()["services"]["load"]["command"]
@@ -185,6 +186,22 @@ def test_selectors_and_targets_match_the_pods():
         assert k8s_object("Service", name)["spec"]["selector"].items() <= labels.items()
     target = k8s_object("HorizontalPodAutoscaler")["spec"]["scaleTargetRef"]
     assert (target["kind"], target["name"]) == ("Deployment", "myops-server")
+
+
+def test_metrics_port_is_9090_everywhere():
+    container = server_container()
+    (port,) = [p for p in container["ports"] if p["name"] == "metrics"]
+    assert port["containerPort"] == METRICS_PORT
+    assert port_of(env_of(container)["MYOPS_METRICS_ADDRESS"]) == METRICS_PORT
+    annotations = k8s_object("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == METRICS_PORT
+    assert annotations["prometheus.io/path"] == "/metrics"
+    assert ("EXPOSE", f"{PORT} {METRICS_PORT}") in dockerfile()
+    assert port_of(dockerfile_env()["MYOPS_METRICS_ADDRESS"]) == METRICS_PORT
+    server = compose()["services"]["server"]
+    assert f"{METRICS_PORT}:{METRICS_PORT}" in server["ports"]
+    assert port_of(server["environment"]["MYOPS_METRICS_ADDRESS"]) == METRICS_PORT
 
 
 def test_server_variables_exist_in_server_help():
