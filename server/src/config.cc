@@ -74,6 +74,9 @@ ParseResult ParseCommandLine(int argc, char** argv) {
       "MYOPS_TLS_CLIENT_CA");
   env(app.add_option("--reflection", s.reflection, "Serve gRPC server reflection"),
       "MYOPS_REFLECTION");
+  env(app.add_option("--health-address", s.health_address,
+                     "Plaintext grpc.health.v1 only, on HOST:PORT (probes when TLS is on)"),
+      "MYOPS_HEALTH_ADDRESS");
   env(app.add_option("--metrics-address", s.metrics_address,
                      "Prometheus metrics (GET /metrics) on HOST:PORT; empty: off"),
       "MYOPS_METRICS_ADDRESS");

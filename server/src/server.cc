@@ -74,6 +74,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     s->executor_->Shutdown();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   }
+  if (!options.health_address.empty()) {
+    grpc::ServerBuilder health_builder;  // No services: gRPC adds the default health one.
+    health_builder.AddListeningPort(options.health_address, grpc::InsecureServerCredentials(),
+                                    &s->health_port_);
+    s->health_server_ = health_builder.BuildAndStart();
+    if (!s->health_server_ || s->health_port_ == 0) {
+      s->Shutdown(std::chrono::milliseconds(0));
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen for health checks on ", options.health_address));
+    }
+  }
   if (!options.metrics_address.empty()) {
     MyopsService* service = s->service_.get();
     auto http = MetricsHttpServer::Start(options.metrics_address, [service] {
@@ -85,9 +96,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
     s->metrics_http_ = std::move(*http);
   }
-  auto* health = s->server_->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus("myops.v1.Myops", true);
+  for (grpc::Server* server : {s->server_.get(), s->health_server_.get()}) {
+    if (server == nullptr) continue;
+    auto* health = server->GetHealthCheckService();
+    health->SetServingStatus(true);
+    health->SetServingStatus("myops.v1.Myops", true);
+  }
   return s;
 }
 
@@ -104,6 +118,11 @@ std::string Server::Describe() const {
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
+      health_server_
+          ? absl::StrCat(" | plaintext health on ",
+                         options_.health_address.substr(0, options_.health_address.rfind(':')), ":",
+                         health_port_)
+          : "",
       metrics_http_
           ? absl::StrCat(" | metrics on ",
                          options_.metrics_address.substr(0, options_.metrics_address.rfind(':')),
@@ -112,7 +131,9 @@ std::string Server::Describe() const {
 }
 
 void Server::BeginDrain() {
-  if (server_) server_->GetHealthCheckService()->Shutdown();  // NOT_SERVING for every service
+  for (grpc::Server* server : {server_.get(), health_server_.get()}) {
+    if (server) server->GetHealthCheckService()->Shutdown();  // NOT_SERVING for every service
+  }
 }
 
 void Server::Shutdown(std::chrono::milliseconds grace) {
@@ -123,6 +144,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     server_->Shutdown(std::chrono::system_clock::now() + grace);
   }
   if (executor_) executor_->Shutdown();
+  if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now());
   metrics_http_.reset();
 }
 

@@ -31,6 +31,9 @@ struct ServerOptions {
   TlsOptions tls;
   bool reflection = true;
   std::string metrics_address;  // Prometheus GET /metrics on HOST:PORT; "" disables.
+  // A second listener, always plaintext, serving only grpc.health.v1 (with the main
+  // server's statuses): for probes that cannot speak TLS when `tls` is on. "" disables.
+  std::string health_address;
 };
 
 // Owns the executor, the service and the grpc::Server. port() and Describe() are
@@ -46,6 +49,7 @@ class Server {
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }  // 0: off
+  int health_port() const { return health_port_; }                                // 0: off
   // One line: address, devices, versions, limits, workers.
   std::string Describe() const;
 
@@ -67,6 +71,8 @@ class Server {
   std::unique_ptr<MyopsService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;  // Serves until Shutdown ends.
+  std::unique_ptr<grpc::Server> health_server_;      // Only grpc.health.v1, plaintext.
+  int health_port_ = 0;
   int port_ = 0;
   bool stopped_ = false;
 };

@@ -166,7 +166,8 @@ def test_dockerfile_runtime_stage():
     assert user.isdigit() and int(user) != 0  # numeric: Kubernetes can verify runAsNonRoot
     assert int(user) == pod_spec()["securityContext"]["runAsUser"]
     check = docker["HEALTHCHECK"]
-    assert re.search(r'--target "?127\.0\.0\.1:\$\{MYOPS_ADDRESS##\*:\}"? .*\bhealth\b', check), check
+    assert 'h="${MYOPS_HEALTH_ADDRESS:-$MYOPS_ADDRESS}";' in check, check
+    assert re.search(r'--target "?127\.0\.0\.1:\$\{h##\*:\}"? .*\bhealth\b', check), check
     assert check.rstrip().endswith("|| exit 1")  # myops-cli's 2 (NOT_SERVING) is reserved in Docker
 
 

@@ -90,6 +90,26 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificate) {
   EXPECT_TRUE(Call(t.address, grpc::SslCredentials(with_cert)).ok());
 }
 
+// Probes that cannot speak TLS (Kubernetes' gRPC probes, the image's HEALTHCHECK) use a
+// plaintext health-only port, which follows the main server's status and serves nothing else.
+TEST_F(TlsTest, PlaintextHealthPortServesOnlyHealth) {
+  ServerOptions o = TlsOptions(false);
+  o.health_address = "127.0.0.1:0";
+  auto t = testing::StartServer(o);
+  ASSERT_TRUE(t.server);
+  ASSERT_GT(t.server->health_port(), 0);
+  const std::string health = "127.0.0.1:" + std::to_string(t.server->health_port());
+  auto plaintext = testing::Connect(health);
+  EXPECT_EQ(testing::HealthStatus(plaintext, ""), 1);  // SERVING
+  EXPECT_EQ(testing::HealthStatus(plaintext, "myops.v1.Myops"), 1);
+  EXPECT_EQ(Call(health, grpc::InsecureChannelCredentials()).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);  // No ScaleShift without TLS.
+  EXPECT_EQ(Call(t.address, grpc::InsecureChannelCredentials()).error_code(),
+            grpc::StatusCode::UNAVAILABLE);  // The main port stays TLS-only.
+  t.server->BeginDrain();
+  EXPECT_EQ(testing::HealthStatus(plaintext, "myops.v1.Myops"), 2);  // NOT_SERVING
+}
+
 TEST_F(TlsTest, MissingFilesFailAtStartup) {
   ServerOptions o = TlsOptions(false);
   o.tls.key_file = Path("absent.pem");
