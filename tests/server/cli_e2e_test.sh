@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real myops-server called through myops-cli: health, info, scale-shift with .npy
 # files checked against NumPy, a bad request's exit status and message, then SIGTERM and
-# exit status 0.
+# exit status 0; then TLS and mutual TLS against TLS servers.
 #   cli_e2e_test.sh MYOPS_SERVER MYOPS_CLI PYTHON
 set -euo pipefail
 server=$1 cli=$2 python=$3
@@ -31,3 +31,40 @@ grep -q 'device "cuda:3" is not available on this server' "$work/err" || { cat "
 kill -TERM "$pid"
 wait "$pid"
 echo "myops-cli against myops-server: OK"
+
+# TLS: a self-signed certificate for 127.0.0.1 and localhost; the CLI trusts it with
+# --tls-ca (and presents it with --tls-cert/--tls-key for mutual TLS), fails without it,
+# and names an unreadable file precisely.
+if openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+    -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+    -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null; then
+  myops_start tls "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+    --tls-cert "$work/cert.pem" --tls-key "$work/key.pem"
+  tls=$MYOPS_ADDR
+  "$cli" --target "$tls" --tls-ca "$work/cert.pem" health | grep -qx SERVING
+  "$cli" --target "localhost:${tls##*:}" --tls-ca "$work/cert.pem" --tls-server-name localhost \
+    info | grep -q "myops::scale_shift"
+  set +e
+  "$cli" --target "$tls" --deadline-ms 3000 health >/dev/null 2>"$work/err"
+  plain=$?
+  "$cli" --target "$tls" --tls-ca "$work/absent.pem" health >/dev/null 2>"$work/err2"
+  absent=$?
+  set -e
+  [[ $plain -eq 1 ]] || { echo "plaintext against TLS: expected exit 1, got $plain"; exit 1; }
+  [[ $absent -eq 1 ]] && grep -q -- '--tls-ca: cannot read' "$work/err2" ||
+    { echo "absent --tls-ca: exit $absent"; cat "$work/err2"; exit 1; }
+  # Mutual TLS: the same certificate is the client CA and the client's certificate.
+  myops_start mtls "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+    --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-client-ca "$work/cert.pem"
+  mtls=$MYOPS_ADDR
+  "$cli" --target "$mtls" --tls-ca "$work/cert.pem" --tls-cert "$work/cert.pem" \
+    --tls-key "$work/key.pem" health | grep -qx SERVING
+  set +e
+  "$cli" --target "$mtls" --tls-ca "$work/cert.pem" --deadline-ms 3000 health >/dev/null 2>&1
+  anonymous=$?
+  set -e
+  [[ $anonymous -eq 1 ]] || { echo "mTLS without a client certificate: exit $anonymous"; exit 1; }
+  echo "cli TLS and mutual TLS OK"
+else
+  echo "openssl not available: TLS part skipped"
+fi

@@ -12,9 +12,12 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -43,6 +46,7 @@ constexpr int kPrintedValues = 8;
 struct GlobalFlags {
   std::string target = "localhost:50051";
   int64_t deadline_ms = 30000;
+  std::string tls_ca, tls_cert, tls_key, tls_server_name;  // PEM files; "" = plaintext
 };
 
 struct ScaleShiftFlags {
@@ -63,10 +67,33 @@ int Fail(const absl::Status& status) {
   return kExitError;
 }
 
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (!(in && text << in.rdbuf())) {
+    return absl::NotFoundError(absl::StrCat(flag, ": cannot read \"", path, "\""));
+  }
+  return text.str();
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Connect(const GlobalFlags& flags) {
   client::ClientOptions options;
   options.target = flags.target;
   options.default_deadline = std::chrono::milliseconds(flags.deadline_ms);
+  const std::pair<const std::string*, std::string*> pems[] = {
+      {&flags.tls_ca, &options.tls.root_ca_pem},
+      {&flags.tls_cert, &options.tls.client_cert_pem},
+      {&flags.tls_key, &options.tls.client_key_pem}};
+  const char* names[] = {"--tls-ca", "--tls-cert", "--tls-key"};
+  for (int i = 0; i < 3; ++i) {
+    if (pems[i].first->empty()) continue;
+    absl::StatusOr<std::string> pem = ReadPem(*pems[i].first, names[i]);
+    if (!pem.ok()) return pem.status();
+    *pems[i].second = *std::move(pem);
+  }
+  if (!flags.tls_server_name.empty()) {
+    options.string_channel_args["grpc.ssl_target_name_override"] = flags.tls_server_name;
+  }
   return Client::Create(options);
 }
 
@@ -230,6 +257,12 @@ int Main(int argc, char** argv) {
   app.add_option("--deadline-ms", global.deadline_ms, "Deadline of each call, ms")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  // No environment variables: in the server's image MYOPS_TLS_* configure the server.
+  app.add_option("--tls-ca", global.tls_ca, "TLS: PEM file of the CA to trust (enables TLS)");
+  app.add_option("--tls-cert", global.tls_cert, "Mutual TLS: this client's PEM certificate chain");
+  app.add_option("--tls-key", global.tls_key, "Mutual TLS: this client's PEM private key");
+  app.add_option("--tls-server-name", global.tls_server_name,
+                 "TLS: name to verify the server's certificate against instead of the target's");
 
   CLI::App* info = app.add_subcommand("info", "Print the server's versions, devices, operators");
   CLI::App* health = app.add_subcommand("health", "Standard gRPC health check");
