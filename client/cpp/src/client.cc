@@ -24,11 +24,19 @@ namespace {
 namespace v1 = ::myops::v1;
 using internal::Clock;
 
-// One blocking attempt of the raw unary ScaleShift.
-grpc::Status CallScaleShift(const internal::ClientCore& core, grpc::ClientContext* context,
-                            const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
-  return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-      core.channel.get(), *core.scale_shift, context, request, response);
+// The blocking raw unary ScaleShift of a validated `x`, with retries: the response's
+// wire bytes into `response`, or the call's failure.
+absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& x, double alpha,
+                            double beta, const CallOptions& options, grpc::ByteBuffer* response) {
+  const grpc::ByteBuffer request =
+      internal::EncodeRequestBytes(x, alpha, beta, options.device, *core.send_buffers);
+  return internal::ToAbslStatus(internal::CallWithRetries(
+      core.options.retry, internal::CallDeadline(core.options, options),
+      [&](grpc::ClientContext* context) {
+        response->Clear();
+        return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+            core.channel.get(), *core.scale_shift, context, request, response);
+      }));
 }
 
 absl::Status CheckOutputBuffer(const TensorView& x, const MutableTensorView& out) {
@@ -71,16 +79,11 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
       !status.ok()) {
     return status;
   }
-  const grpc::ByteBuffer request =
-      internal::EncodeRequestBytes(x, alpha, beta, options.device, *core_->send_buffers);
   grpc::ByteBuffer response;
-  grpc::Status status = internal::CallWithRetries(
-      core_->options.retry, internal::CallDeadline(core_->options, options),
-      [&](grpc::ClientContext* context) {
-        response.Clear();
-        return CallScaleShift(*core_, context, request, &response);
-      });
-  if (!status.ok()) return internal::ToAbslStatus(status);
+  if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response);
+      !status.ok()) {
+    return status;
+  }
   return internal::DecodeResponseBytes(response, &x);
 }
 
@@ -92,16 +95,11 @@ absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha,
     return status;
   }
   if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
-  const grpc::ByteBuffer request =
-      internal::EncodeRequestBytes(x, alpha, beta, options.device, *core_->send_buffers);
   grpc::ByteBuffer response;
-  grpc::Status status = internal::CallWithRetries(
-      core_->options.retry, internal::CallDeadline(core_->options, options),
-      [&](grpc::ClientContext* context) {
-        response.Clear();
-        return CallScaleShift(*core_, context, request, &response);
-      });
-  if (!status.ok()) return internal::ToAbslStatus(status);
+  if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response);
+      !status.ok()) {
+    return status;
+  }
   return internal::DecodeResponseBytesInto(response, out);
 }
 
