@@ -158,6 +158,13 @@ void TensorData::CopyTo(void* dst) const {
   }
 }
 
+void TensorData::AppendTo(std::string* out) const {
+  out->reserve(out->size() + size_);
+  for (const Span& span : spans_) {
+    out->append(reinterpret_cast<const char*>(span.first), span.second);
+  }
+}
+
 grpc::ByteBuffer EncodeWithTensorData(int tensor_field, const myops::v1::Tensor& head,
                                       const grpc::Slice& data,
                                       const google::protobuf::MessageLite& rest) {

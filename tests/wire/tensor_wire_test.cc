@@ -62,6 +62,9 @@ bool ParseWhole(const grpc::ByteBuffer& bytes, v1::ScaleShiftRequest* request) {
   EXPECT_TRUE(request->input().data().empty());
   std::string copy(data.size(), '\0');
   data.CopyTo(copy.data());
+  std::string appended = "head:";
+  data.AppendTo(&appended);
+  EXPECT_EQ(appended, "head:" + copy);
   if (!copy.empty()) request->mutable_input()->set_data(copy);
   return true;
 }

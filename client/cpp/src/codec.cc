@@ -89,8 +89,8 @@ absl::StatusOr<ScaleShiftResult> DecodeResponseBytes(const grpc::ByteBuffer& byt
   if (absl::Status status = ParseResponse(bytes, &response); !status.ok()) return status;
   absl::StatusOr<TensorView> view = ParsedOutputView(response, expected);
   if (!view.ok()) return view.status();
-  std::string data(response.data.size(), '\0');
-  response.data.CopyTo(data.data());
+  std::string data;
+  response.data.AppendTo(&data);
   ScaleShiftResult result;
   result.output = Tensor(view->dtype, std::move(view->shape), std::move(data));
   result.timing = DecodeTiming(response.fields.timing());

@@ -46,6 +46,8 @@ class TensorData {
   const uint8_t* contiguous() const;
   // Copies all size() bytes to `dst`.
   void CopyTo(void* dst) const;
+  // Appends all size() bytes to `out` (one pass: no zero-filled resize first).
+  void AppendTo(std::string* out) const;
 
  private:
   friend bool ParseWithTensorData(const grpc::ByteBuffer&, int, google::protobuf::MessageLite*,
