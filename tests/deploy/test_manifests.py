@@ -113,6 +113,7 @@ def test_kustomizations_name_existing_files():
 
 def test_port_is_50051_everywhere():
     container = server_container()
+    assert sorted(p["name"] for p in container["ports"]) == ["grpc", "metrics"]
     (port,) = [p for p in container["ports"] if p["name"] == "grpc"]
     assert port["containerPort"] == PORT
     assert port_of(env_of(container)["MYOPS_ADDRESS"]) == PORT
@@ -127,7 +128,7 @@ def test_port_is_50051_everywhere():
     assert ("EXPOSE", f"{PORT} {METRICS_PORT}") in docker
     assert port_of(dockerfile_env()["MYOPS_ADDRESS"]) == PORT
     server = compose()["services"]["server"]
-    assert server["ports"][0] == f"{PORT}:{PORT}"
+    assert server["ports"] == [f"{PORT}:{PORT}", f"{METRICS_PORT}:{METRICS_PORT}"]
     assert port_of(server["environment"]["MYOPS_ADDRESS"]) == PORT
     assert f"--target 127.0.0.1:{PORT}" in " ".join(server["healthcheck"]["test"])
     assert f"server:{PORT}" in compose()["services"]["load"]["command"]
