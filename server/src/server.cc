@@ -110,23 +110,21 @@ Server::~Server() { Shutdown(std::chrono::milliseconds(0)); }
 std::string Server::Describe() const {
   const RuntimeInfo& info = executor_->info();
   const auto& limits = options_.limits;
-  std::string host = options_.address.substr(0, options_.address.rfind(':'));
+  // HOST:PORT as bound: the configured host with the port actually taken (port 0: any).
+  auto bound = [](const std::string& address, int port) {
+    return absl::StrCat(address.substr(0, address.rfind(':')), ":", port);
+  };
   return absl::StrCat(
-      "myops-server ", MYOPS_VERSION_STRING, " listening on ", host, ":", port_,
+      "myops-server ", MYOPS_VERSION_STRING, " listening on ", bound(options_.address, port_),
       options_.tls.cert_file.empty() ? "" : " (TLS)", " | devices: ", executor_->devices().Names(),
       " | torch ", info.torch_version,
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
-      health_server_
-          ? absl::StrCat(" | plaintext health on ",
-                         options_.health_address.substr(0, options_.health_address.rfind(':')), ":",
-                         health_port_)
-          : "",
+      health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
+                     : "",
       metrics_http_
-          ? absl::StrCat(" | metrics on ",
-                         options_.metrics_address.substr(0, options_.metrics_address.rfind(':')),
-                         ":", metrics_http_->port(), "/metrics")
+          ? " | metrics on " + bound(options_.metrics_address, metrics_http_->port()) + "/metrics"
           : "");
 }
 
