@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 namespace myops::wire {
 namespace {
 
@@ -90,37 +92,49 @@ bool ReadKey(SliceReader& in, uint64_t* key) {
   return in.ReadVarint(key) && (*key >> 3) != 0 && *key <= std::numeric_limits<uint32_t>::max();
 }
 
-// Moves past the value of a field with `key`, appending its encoding to `sink`. Groups
-// (an unknown field may be one) nest at most kMaxGroupDepth deep, as in protobuf.
+// Moves past the value of a field with `key`, appending its encoding to `sink`, which may
+// grow to at most `limit` bytes. Groups (an unknown field may be one) nest at most
+// kMaxGroupDepth deep, as in protobuf.
 constexpr int kMaxGroupDepth = 100;
 constexpr int kStartGroup = 3, kEndGroup = 4;
 
-bool CopyValue(SliceReader& in, uint64_t key, std::string* sink, int depth = 0) {
+enum class Copied { kOk, kInvalid, kTooLarge };
+
+Copied CopyValue(SliceReader& in, uint64_t key, std::string* sink, size_t limit, int depth = 0) {
   uint64_t value = 0;
+  auto skip = [&](uint64_t n) {
+    if (n > in.remaining()) return Copied::kInvalid;
+    if (sink->size() + n > limit) return Copied::kTooLarge;
+    return in.Skip(n, sink, nullptr) ? Copied::kOk : Copied::kInvalid;
+  };
   switch (key & 7) {
     case kVarint:
-      if (!in.ReadVarint(&value)) return false;
+      if (!in.ReadVarint(&value)) return Copied::kInvalid;
       AppendVarint(value, sink);
-      return true;
+      return sink->size() > limit ? Copied::kTooLarge : Copied::kOk;
     case kFixed64:
-      return in.Skip(8, sink, nullptr);
+      return skip(8);
     case kLengthDelimited:
-      if (!in.ReadVarint(&value)) return false;
+      if (!in.ReadVarint(&value)) return Copied::kInvalid;
       AppendVarint(value, sink);
-      return in.Skip(value, sink, nullptr);
+      return skip(value);
     case kFixed32:
-      return in.Skip(4, sink, nullptr);
+      return skip(4);
     case kStartGroup:
-      if (depth >= kMaxGroupDepth) return false;
+      if (depth >= kMaxGroupDepth) return Copied::kInvalid;
       while (true) {
         uint64_t inner = 0;
-        if (!ReadKey(in, &inner)) return false;
+        if (!ReadKey(in, &inner)) return Copied::kInvalid;
         AppendVarint(inner, sink);
-        if ((inner & 7) == kEndGroup) return (inner >> 3) == (key >> 3);
-        if (!CopyValue(in, inner, sink, depth + 1)) return false;
+        if (sink->size() > limit) return Copied::kTooLarge;
+        if ((inner & 7) == kEndGroup) {
+          return (inner >> 3) == (key >> 3) ? Copied::kOk : Copied::kInvalid;
+        }
+        const Copied inner_copied = CopyValue(in, inner, sink, limit, depth + 1);
+        if (inner_copied != Copied::kOk) return inner_copied;
       }
     default:  // An end-group key without its start; 6 and 7 are not wire types.
-      return false;
+      return Copied::kInvalid;
   }
 }
 
@@ -183,55 +197,73 @@ grpc::ByteBuffer EncodeWithTensorData(int tensor_field, const myops::v1::Tensor&
   return grpc::ByteBuffer(slices, 3);
 }
 
-bool ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field,
-                         google::protobuf::MessageLite* message, TensorData* data) {
+absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field,
+                                 google::protobuf::MessageLite* message, TensorData* data) {
   *data = TensorData();
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", bytes.Length(), " bytes are not a valid ", message->GetTypeName()));
+  };
   std::vector<grpc::Slice> slices;
   std::vector<Span> spans;
   size_t size = 0;
-  if (!bytes.Dump(&slices).ok()) return false;
+  if (!bytes.Dump(&slices).ok()) return invalid();
   SliceReader in(slices);
   std::string rest;         // Every top-level field but the tensor, as received.
   std::string tensor_rest;  // The tensor's fields but its data, over all its occurrences.
   bool has_tensor = false;
+  // The head (everything but the data) is copied and parsed: bounded, so that no message
+  // costs more than its own size plus kMaxHeadBytes, however its fields are crafted.
+  auto too_large = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the ", message->GetTypeName(), "'s fields other than the tensor data take more than ",
+        kMaxHeadBytes, " bytes; at most that is accepted"));
+  };
+  // Copies one field's value into `sink`, which shares kMaxHeadBytes with `other`.
+  auto copy = [&](uint64_t key, std::string* sink, const std::string& other) {
+    AppendVarint(key, sink);
+    if (sink->size() + other.size() > kMaxHeadBytes) return Copied::kTooLarge;
+    return CopyValue(in, key, sink, kMaxHeadBytes - other.size());
+  };
   while (in.remaining() > 0) {
     uint64_t key = 0;
-    if (!ReadKey(in, &key)) return false;
+    if (!ReadKey(in, &key)) return invalid();
     if (key != Key(tensor_field, kLengthDelimited)) {
-      AppendVarint(key, &rest);
-      if (!CopyValue(in, key, &rest)) return false;
+      const Copied copied = copy(key, &rest, tensor_rest);
+      if (copied != Copied::kOk) return copied == Copied::kTooLarge ? too_large() : invalid();
       continue;
     }
     uint64_t length = 0;
-    if (!in.ReadVarint(&length) || length > in.remaining()) return false;
+    if (!in.ReadVarint(&length) || length > in.remaining()) return invalid();
     has_tensor = true;
     const uint64_t end = in.position() + length;
     while (in.position() < end) {
       uint64_t tensor_key = 0;
-      if (!ReadKey(in, &tensor_key)) return false;
+      if (!ReadKey(in, &tensor_key)) return invalid();
       if (tensor_key == Key(kTensorDataField, kLengthDelimited)) {
         uint64_t n = 0;
-        if (!in.ReadVarint(&n) || n > end - std::min(end, in.position())) return false;
+        if (!in.ReadVarint(&n) || n > end - std::min(end, in.position())) return invalid();
         spans.clear();  // The last occurrence wins, as protobuf merges bytes fields.
         size = static_cast<size_t>(n);
-        if (!in.Skip(n, nullptr, &spans)) return false;
+        if (!in.Skip(n, nullptr, &spans)) return invalid();
       } else {
-        AppendVarint(tensor_key, &tensor_rest);
-        if (!CopyValue(in, tensor_key, &tensor_rest)) return false;
+        const Copied copied = copy(tensor_key, &tensor_rest, rest);
+        if (copied != Copied::kOk) return copied == Copied::kTooLarge ? too_large() : invalid();
       }
-      if (in.position() > end) return false;  // A field ran past the tensor's length.
+      if (in.position() > end) return invalid();  // A field ran past the tensor's length.
     }
   }
+  // The tensor's own key and length, added below, are not the client's to inflate.
   if (has_tensor) {
     AppendVarint(Key(tensor_field, kLengthDelimited), &rest);
     AppendVarint(tensor_rest.size(), &rest);
     rest += tensor_rest;
   }
-  if (!message->ParseFromString(rest)) return false;
+  if (!message->ParseFromString(rest)) return invalid();
   data->slices_ = std::move(slices);  // The spans point into these; moving keeps them valid.
   data->spans_ = std::move(spans);
   data->size_ = size;
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace myops::wire

@@ -1,6 +1,7 @@
 // Validation of wire tensors (see codec.h).
 #include "codec.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -67,26 +68,25 @@ absl::StatusOr<TensorView> DecodeTensorHead(const myops::v1::Tensor& t, uint64_t
                                                    " dimensions; at most ", limits.max_dims,
                                                    " are supported"));
   }
-  // Element count with overflow checks; a zero size anywhere makes the tensor empty, but
-  // every size is still checked.
-  int64_t numel = 1;
-  bool overflow = false;
+  // The product of the sizes with zeros counted as 1 must fit in int64, even for an empty
+  // tensor: PyTorch computes contiguous strides from it and refuses an overflow.
+  int64_t extent = 1;
+  bool empty = false;
   for (int i = 0; i < t.shape_size(); ++i) {
     const int64_t d = t.shape(i);
     if (d < 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           field, ".shape[", i, "] is ", d, "; sizes must be >= 0 (shape ", ShapeString(t), ")"));
     }
-    if (!overflow && __builtin_mul_overflow(numel, d, &numel)) overflow = true;
+    if (d == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(extent, d, &extent)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".shape ", ShapeString(t), " has more elements than fit in int64",
+                       absl::c_linear_search(t.shape(), int64_t{0}) ? " (zero sizes aside)" : ""));
+    }
   }
-  bool empty = false;
-  for (int64_t d : t.shape()) empty |= (d == 0);
-  if (empty) {
-    numel = 0;
-  } else if (overflow) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ".shape ", ShapeString(t), " has more elements than fit in int64"));
-  }
+  const int64_t numel = empty ? 0 : extent;
   if (numel > limits.max_elements) {
     return absl::InvalidArgumentError(absl::StrCat(field, " has ", numel, " elements (shape ",
                                                    ShapeString(t), "); this server's limit is ",
@@ -110,21 +110,8 @@ absl::StatusOr<TensorView> DecodeTensorHead(const myops::v1::Tensor& t, uint64_t
   return view;
 }
 
-MutableTensorView PrepareOutput(const TensorView& like, myops::v1::Tensor* out) {
-  out->set_dtype(static_cast<myops::v1::DType>(like.dtype));
-  out->mutable_shape()->Assign(like.shape.begin(), like.shape.end());
-  std::string* data = out->mutable_data();
-  data->resize(static_cast<size_t>(like.bytes));
-  MutableTensorView view;
-  view.dtype = like.dtype;
-  view.shape = like.shape;
-  view.data = data->data();
-  view.bytes = like.bytes;
-  return view;
-}
-
-bool ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRequest* request,
-                  wire::TensorData* data) {
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRequest* request,
+                          wire::TensorData* data) {
   return wire::ParseWithTensorData(bytes, myops::v1::ScaleShiftRequest::kInputFieldNumber, request,
                                    data);
 }
@@ -149,6 +136,31 @@ grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
   rest.set_request_id(request.request_id());
   return wire::EncodeWithTensorData(myops::v1::ScaleShiftResponse::kOutputFieldNumber, head, output,
                                     rest);
+}
+
+grpc::ByteBuffer EncodeStreamResponse(const myops::v1::ScaleShiftRequest& request,
+                                      const grpc::Slice& output, const myops::v1::Timing& timing) {
+  const grpc::ByteBuffer inner = EncodeResponse(request, output, timing);
+  std::vector<grpc::Slice> slices;
+  if (!inner.Dump(&slices).ok()) slices.clear();  // Cannot fail: we built it from slices.
+  // Field order is free in protobuf: request_id first, then the response message.
+  myops::v1::ScaleShiftStreamResponse envelope;
+  envelope.set_request_id(request.request_id());
+  std::string prefix = envelope.SerializeAsString();
+  wire::AppendVarint((uint64_t{myops::v1::ScaleShiftStreamResponse::kResponseFieldNumber} << 3) | 2,
+                     &prefix);
+  wire::AppendVarint(inner.Length(), &prefix);
+  slices.insert(slices.begin(), grpc::Slice(prefix));
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+grpc::ByteBuffer EncodeStreamError(uint64_t request_id, const absl::Status& status) {
+  myops::v1::ScaleShiftStreamResponse response;
+  response.set_request_id(request_id);
+  response.mutable_error()->set_code(static_cast<int>(status.code()));
+  response.mutable_error()->set_message(std::string(status.message()));
+  grpc::Slice slice(response.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace myops::server

@@ -35,15 +35,11 @@ absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string
 absl::StatusOr<TensorView> DecodeTensorHead(const myops::v1::Tensor& t, uint64_t data_bytes,
                                             absl::string_view field, const TensorLimits& limits);
 
-// Sets `out`'s dtype and shape to `like`'s and sizes its data to hold them; returns a
-// writable view of that buffer. `like` must come from DecodeTensor.
-MutableTensorView PrepareOutput(const TensorView& like, myops::v1::Tensor* out);
-
-// The unary RPC's wire side (a raw gRPC method): parses the request from the received
-// bytes, all but its input's data, which stays in the received slices (`data`); false
-// when they are not a ScaleShiftRequest.
-bool ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRequest* request,
-                  wire::TensorData* data);
+// The RPCs' wire side (raw gRPC methods): parses a request from the received bytes, all
+// but its input's data, which stays in the received slices (`data`). INVALID_ARGUMENT
+// when they are not a ScaleShiftRequest or its head is too large (wire::kMaxHeadBytes).
+absl::Status ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRequest* request,
+                          wire::TensorData* data);
 
 // Allocates an uninitialized slice for `like`'s bytes and returns a writable view of it.
 // `slice` must not move until the view's user is done.
@@ -53,5 +49,18 @@ MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice);
 // request_id} in protobuf wire format, with `output` as its own slice (not copied).
 grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
                                 const grpc::Slice& output, const myops::v1::Timing& timing);
+
+// ScaleShiftStreamResponse{request_id, response: EncodeResponse(...)}, the output again
+// its own slice.
+grpc::ByteBuffer EncodeStreamResponse(const myops::v1::ScaleShiftRequest& request,
+                                      const grpc::Slice& output, const myops::v1::Timing& timing);
+
+// ScaleShiftStreamResponse{request_id, error: {status's code and message}}.
+grpc::ByteBuffer EncodeStreamError(uint64_t request_id, const absl::Status& status);
+
+// The most a response can exceed its request's size by: ScaleShiftResponse's timing and
+// request_id, and the stream response's envelope, against a request whose alpha, beta
+// and device are all absent. The server's send limit is its receive limit plus this.
+inline constexpr int64_t kMaxResponseOverheadBytes = 4096;
 
 }  // namespace myops::server

@@ -51,6 +51,19 @@ ParseResult ParseCommandLine(int argc, char** argv) {
                      "Requests processed at once; more get RESOURCE_EXHAUSTED")
           ->check(CLI::PositiveNumber),
       "MYOPS_MAX_INFLIGHT");
+  env(app.add_option("--max-inflight-bytes", s.limits.max_inflight_bytes,
+                     "Memory budget: bytes held for requests at once (inputs, outputs, "
+                     "unsent stream responses); 0: half the container's or machine's memory")
+          ->check(CLI::NonNegativeNumber),
+      "MYOPS_MAX_INFLIGHT_BYTES");
+  env(app.add_option("--max-streams", s.limits.max_streams,
+                     "ScaleShiftStream RPCs open at once; more get RESOURCE_EXHAUSTED")
+          ->check(CLI::PositiveNumber),
+      "MYOPS_MAX_STREAMS");
+  env(app.add_option("--max-concurrent-streams", s.limits.max_concurrent_streams,
+                     "RPCs at once on one client connection (HTTP/2 streams)")
+          ->check(CLI::Range(int64_t{1}, int64_t{2147483647})),
+      "MYOPS_MAX_CONCURRENT_STREAMS");
   double drain_s = 1;
   env(app.add_option("--drain-delay", drain_s,
                      "Seconds after SIGTERM/SIGINT during which health is NOT_SERVING but "

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "echo.h"
 
 namespace myops::server {
 namespace {
@@ -35,7 +36,7 @@ absl::StatusOr<DeviceRequest> ParseDeviceRequest(absl::string_view text) {
   if (text == "cuda") return r;
   if (text.substr(0, 5) == "cuda:" && ParseOrdinal(text.substr(5), &r.index)) return r;
   return absl::InvalidArgumentError(
-      absl::StrCat("device \"", text, "\" is not a valid device; ", kAccepted));
+      absl::StrCat("device \"", EchoValue(text), "\" is not a valid device; ", kAccepted));
 }
 
 absl::StatusOr<std::vector<Device>> ParseDeviceList(absl::string_view text, int cuda_count) {

@@ -64,10 +64,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.address, *credentials, &s->port_);
-  const int max_bytes = static_cast<int>(
-      std::min<int64_t>(options.limits.max_message_bytes, std::numeric_limits<int>::max()));
-  builder.SetMaxReceiveMessageSize(max_bytes);
-  builder.SetMaxSendMessageSize(max_bytes);
+  auto clamp = [](int64_t bytes) {
+    return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
+  };
+  builder.SetMaxReceiveMessageSize(clamp(options.limits.max_message_bytes));
+  // A response is its request plus a few fields: never refuse one the request fit.
+  builder.SetMaxSendMessageSize(
+      clamp(options.limits.max_message_bytes + kMaxResponseOverheadBytes));
+  // gRPC's own bounds on what clients can make it hold before a handler runs: HTTP/2
+  // streams per connection, and a memory quota for the transport (under its pressure
+  // gRPC shrinks flow-control windows, so clients cannot push more bytes).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             clamp(options.limits.max_concurrent_streams));
+  grpc::ResourceQuota quota("myops-server");
+  quota.Resize(static_cast<size_t>(s->service_->budget().limit()));
+  builder.SetResourceQuota(quota);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0) {
@@ -121,6 +132,7 @@ std::string Server::Describe() const {
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
+      " max_inflight_bytes=", service_->budget().limit(), " max_streams=", limits.max_streams,
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
       metrics_http_

@@ -14,9 +14,6 @@ namespace myops::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using myops::v1::ScaleShiftRequest;
-using myops::v1::ScaleShiftResponse;
-using myops::v1::ScaleShiftStreamResponse;
 
 int64_t Nanos(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
@@ -29,88 +26,125 @@ Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
 }
 
-// Requests a single stream may have between being read and their response being
-// written; beyond it the stream stops reading (flow control pushes back on the client).
+// A stream's read-ahead: it stops reading (HTTP/2 flow control then pushes back on its
+// client) while it has kMaxOutstandingPerStream requests, or kStreamWindowBytes of
+// request and response bytes, read and not yet answered. Items also hold the memory
+// budget, which bounds all streams together; this keeps one stream from taking it all.
 constexpr int kMaxOutstandingPerStream = 32;
+constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
+
+absl::Status NotARequest(const absl::Status& parsed) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("the request is not a valid myops.v1.ScaleShiftRequest: ", parsed.message()));
+}
+
+// The unary RPC's reactor: owns the request's state until gRPC is done with the call
+// (OnDone, after the response was sent), so that the budget reservation covers the
+// output slice until it is no longer held. Deletes itself in OnDone.
+class UnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  RequestState state;
+  void OnDone() override { delete this; }
+};
 
 // One bidirectional stream: reads requests as they come (pipelining), processes each,
-// and writes responses in completion order, one write at a time. Deletes itself in OnDone.
-// Guarded by mu_: everything below it.
-class StreamReactor final
-    : public grpc::ServerBidiReactor<ScaleShiftRequest, ScaleShiftStreamResponse> {
+// and writes responses in completion order, one write at a time. Deletes itself in
+// OnDone. Guarded by mu_: everything below it but service_, context_, admitted_ and
+// read_buffer_ (which only the one read in progress touches).
+class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  StreamReactor(MyopsService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context) {
+  StreamReactor(MyopsService* service, grpc::CallbackServerContext* context, bool admitted)
+      : service_(service), context_(context), admitted_(admitted) {
     std::lock_guard<std::mutex> lock(mu_);
-    ReadNextLocked();
+    if (!admitted_) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the server is at its limit of open streams; retry later"));
+      return;
+    }
+    MaybeReadLocked();
   }
 
   void OnReadDone(bool ok) override {
     const auto received = Clock::now();
-    std::unique_ptr<Item> item;
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      reads_done_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    auto item = std::make_unique<Item>();
+    // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
+    // in the received slices.
+    const absl::Status parsed =
+        ParseRequest(read_buffer_, &item->state.request, &item->state.input);
+    item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
+    read_buffer_.Clear();
+    Item* raw = item.release();  // Owned by the write queue once completed.
     {
       std::lock_guard<std::mutex> lock(mu_);
       reading_ = false;
-      if (!ok) {
-        reads_done_ = true;
-        MaybeFinishLocked();
-        return;
-      }
-      item = std::move(pending_);
       ++outstanding_;
-      if (outstanding_ < kMaxOutstandingPerStream) ReadNextLocked();
+      window_bytes_ += raw->window_bytes;
+      MaybeReadLocked();
     }
-    Item* raw = item.release();  // owned by the write queue once processed
-    // gRPC parsed the message before OnReadDone: decode_ns starts after that.
-    const std::string& data = raw->request.input().data();
+    if (!parsed.ok()) return Complete(raw, NotARequest(parsed), {});
     service_->Process(
-        raw->request, {data.size(), [bytes = data.data()] { return bytes; }}, received,
-        context_->deadline(), [ctx = context_] { return ctx->IsCancelled(); },
-        [raw](const TensorView& input) {
-          return PrepareOutput(input, raw->response.mutable_response()->mutable_output());
-        },
+        &raw->state, received, context_->deadline(),
+        [ctx = context_] { return ctx->IsCancelled(); },
         [this, raw](absl::Status status, const myops::v1::Timing& timing) {
-          service_->metrics().Record(Metrics::Rpc::kScaleShiftStream, status, timing,
-                                     raw->request.input().data().size());
-          raw->response.set_request_id(raw->request.request_id());
-          if (status.ok()) {
-            *raw->response.mutable_response()->mutable_timing() = timing;
-            raw->response.mutable_response()->set_request_id(raw->request.request_id());
-          } else {
-            raw->response.mutable_error()->set_code(static_cast<int>(status.code()));
-            raw->response.mutable_error()->set_message(std::string(status.message()));
-          }
-          std::lock_guard<std::mutex> lock(mu_);
-          writes_.emplace_back(raw);
-          if (!writing_) WriteNextLocked();
+          Complete(raw, std::move(status), timing);
         });
   }
 
   void OnWriteDone(bool /*ok*/) override {
+    std::unique_ptr<Item> written;  // Freed (and its budget released) after the unlock.
     std::lock_guard<std::mutex> lock(mu_);
+    written = std::move(writes_.front());
     writes_.pop_front();
     writing_ = false;
     --outstanding_;
-    if (!writes_.empty()) {
-      WriteNextLocked();
-    } else if (!reads_done_ && !reading_ && outstanding_ < kMaxOutstandingPerStream) {
-      ReadNextLocked();
-    }
+    window_bytes_ -= written->window_bytes;
+    if (!writes_.empty()) WriteNextLocked();
+    MaybeReadLocked();
     MaybeFinishLocked();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    if (admitted_) service_->CloseStream();
+    delete this;
+  }
 
  private:
   struct Item {
-    ScaleShiftRequest request;
-    ScaleShiftStreamResponse response;
+    RequestState state;
+    grpc::ByteBuffer response;
+    int64_t window_bytes = 0;  // counted against kStreamWindowBytes until written
   };
 
-  void ReadNextLocked() {
-    pending_ = std::make_unique<Item>();
+  // Encodes `raw`'s response and queues it for writing.
+  void Complete(Item* raw, absl::Status status, const myops::v1::Timing& timing) {
+    service_->metrics().Record(Metrics::Rpc::kScaleShiftStream, status, timing,
+                               raw->state.input.size());
+    if (status.ok()) {
+      raw->response = EncodeStreamResponse(raw->state.request, raw->state.output, timing);
+    } else {
+      raw->response = EncodeStreamError(raw->state.request.request_id(), status);
+      raw->state = RequestState();  // Only the small error waits to be written.
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    writes_.emplace_back(raw);
+    if (!writing_) WriteNextLocked();
+  }
+
+  void MaybeReadLocked() {
+    if (reads_done_ || reading_ || finished_ || outstanding_ >= kMaxOutstandingPerStream ||
+        window_bytes_ >= kStreamWindowBytes) {
+      return;
+    }
     reading_ = true;
-    StartRead(&pending_->request);
+    StartRead(&read_buffer_);
   }
   void WriteNextLocked() {
     writing_ = true;
@@ -125,10 +159,12 @@ class StreamReactor final
 
   MyopsService* const service_;
   grpc::CallbackServerContext* const context_;
+  const bool admitted_;  // holds one of the service's open-stream slots
+  grpc::ByteBuffer read_buffer_;
   std::mutex mu_;
-  std::unique_ptr<Item> pending_;             // target of the read in progress
   std::deque<std::unique_ptr<Item>> writes_;  // front: the write in progress
   int outstanding_ = 0;                       // read and not yet written
+  int64_t window_bytes_ = 0;                  // of the outstanding items
   bool reading_ = false, writing_ = false, reads_done_ = false, finished_ = false;
 };
 
@@ -139,13 +175,25 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
-    : executor_(executor), limits_(limits), inflight_(limits.max_inflight) {}
+const void* RequestState::ContiguousInput() {
+  if (const uint8_t* bytes = input.contiguous()) return bytes;
+  gathered = grpc::Slice(grpc_slice_malloc(input.size()), grpc::Slice::STEAL_REF);
+  uint8_t* out = const_cast<uint8_t*>(gathered.begin());  // Freshly allocated: ours.
+  input.CopyTo(out);
+  return out;
+}
 
-void MyopsService::Process(const ScaleShiftRequest& request, InputData input_data,
-                           Clock::time_point received,
+MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
+    : executor_(executor),
+      limits_(limits),
+      inflight_(limits.max_inflight),
+      budget_(limits.max_inflight_bytes > 0 ? limits.max_inflight_bytes
+                                            : DefaultMemoryBudgetBytes()),
+      streams_(limits.max_streams) {}
+
+void MyopsService::Process(RequestState* state, Clock::time_point received,
                            std::chrono::system_clock::time_point deadline,
-                           std::function<bool()> is_cancelled, OutputSink output, Done done) {
+                           std::function<bool()> is_cancelled, Done done) {
   const auto start = received;
   if (!inflight_.TryAcquire()) {
     done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
@@ -158,20 +206,38 @@ void MyopsService::Process(const ScaleShiftRequest& request, InputData input_dat
     inflight_.Release();
     done(std::move(status), {});
   };
+  const myops::v1::ScaleShiftRequest& request = state->request;
   if (!request.has_input()) {
     return fail(absl::InvalidArgumentError("the request has no 'input' tensor"));
   }
-  auto input = DecodeTensorHead(request.input(), input_data.size, "input", limits_.tensor);
+  auto input = DecodeTensorHead(request.input(), state->input.size(), "input", limits_.tensor);
   if (!input.ok()) return fail(input.status());
   auto wanted = ParseDeviceRequest(request.device());
   if (!wanted.ok()) return fail(wanted.status());
   auto slot = executor_->devices().Resolve(*wanted, round_robin_.fetch_add(1));
   if (!slot.ok()) return fail(slot.status());
-  input->data = input_data.contiguous();
+  // The memory held from here to the response's release: the input as received (twice
+  // when it must be gathered from several slices) and the output.
+  const int64_t received_bytes = static_cast<int64_t>(state->input.size());
+  const int64_t need =
+      received_bytes * (state->input.contiguous() != nullptr ? 1 : 2) + input->bytes;
+  if (!budget_.TryReserve(need, &state->reservation)) {
+    if (need > budget_.limit()) {
+      return fail(absl::ResourceExhaustedError(
+          absl::StrCat("the request needs ", need,
+                       " bytes of server memory (input and output), more than "
+                       "the server's whole memory budget of ",
+                       budget_.limit(), " bytes (--max-inflight-bytes); send smaller tensors")));
+    }
+    return fail(absl::ResourceExhaustedError(absl::StrCat(
+        "the server's memory budget is in use (", budget_.held(), " of ", budget_.limit(),
+        " bytes held); this request needs ", need, " more; retry later")));
+  }
+  input->data = state->ContiguousInput();
   const auto decoded = Clock::now();
 
   Job job;
-  job.output = output(*input);
+  job.output = AllocateOutput(*input, &state->output);
   const int64_t encode_ns = Nanos(Clock::now() - decoded);
   job.input = std::move(*input);
   job.alpha = request.alpha();
@@ -196,53 +262,34 @@ void MyopsService::Process(const ScaleShiftRequest& request, InputData input_dat
   });
 }
 
+bool MyopsService::TryOpenStream() { return streams_.TryAcquire(); }
+
 grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Owns the parsed request, its input's data (in the received slices, or gathered from
-  // them into `gathered`: the input view points there) and the output slice until the
-  // response is encoded.
-  struct Call {
-    ScaleShiftRequest request;
-    wire::TensorData input;
-    grpc::Slice gathered;
-    grpc::Slice output;
-
-    const void* ContiguousInput() {
-      if (const uint8_t* bytes = input.contiguous()) return bytes;
-      gathered = grpc::Slice(grpc_slice_malloc(input.size()), grpc::Slice::STEAL_REF);
-      uint8_t* out = const_cast<uint8_t*>(gathered.begin());  // Freshly allocated: ours.
-      input.CopyTo(out);
-      return out;
-    }
-  };
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
-  auto call = std::make_shared<Call>();
-  if (!ParseRequest(*request, &call->request, &call->input)) {
-    const absl::Status invalid =
-        absl::InvalidArgumentError("the request is not a valid myops.v1.ScaleShiftRequest");
+  auto* reactor = new UnaryReactor();
+  RequestState& state = reactor->state;
+  if (absl::Status parsed = ParseRequest(*request, &state.request, &state.input); !parsed.ok()) {
+    const absl::Status invalid = NotARequest(parsed);
     metrics_.Record(Metrics::Rpc::kScaleShift, invalid, {}, 0);
     reactor->Finish(ToGrpcStatus(invalid));
     return reactor;
   }
   Process(
-      call->request, {call->input.size(), [&call = *call] { return call.ContiguousInput(); }},
-      received, context->deadline(), [context] { return context->IsCancelled(); },
-      [call](const TensorView& input) { return AllocateOutput(input, &call->output); },
-      [this, call, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
-        metrics_.Record(Metrics::Rpc::kScaleShift, status, timing, call->input.size());
-        if (status.ok()) {
-          *response = EncodeResponse(call->request, call->output, timing);
-        }
+      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
+      [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+        RequestState& state = reactor->state;
+        metrics_.Record(Metrics::Rpc::kScaleShift, status, timing, state.input.size());
+        if (status.ok()) *response = EncodeResponse(state.request, state.output, timing);
         reactor->Finish(ToGrpcStatus(status));
       });
   return reactor;
 }
 
-grpc::ServerBidiReactor<ScaleShiftRequest, ScaleShiftStreamResponse>*
-MyopsService::ScaleShiftStream(grpc::CallbackServerContext* context) {
-  return new StreamReactor(this, context);
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MyopsService::ScaleShiftStream(
+    grpc::CallbackServerContext* context) {
+  return new StreamReactor(this, context, TryOpenStream());
 }
 
 grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* context,
@@ -267,6 +314,8 @@ grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* 
   limits->set_max_message_bytes(limits_.max_message_bytes);
   limits->set_max_elements(limits_.tensor.max_elements);
   limits->set_max_inflight(limits_.max_inflight);
+  limits->set_max_inflight_bytes(budget_.limit());
+  limits->set_max_streams(limits_.max_streams);
   response->set_workers(info.workers);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);

@@ -1,15 +1,20 @@
-// The myops.v1.Myops gRPC service (callback API). Handlers validate with the codec,
-// admit the request against the in-flight limit, and hand the work to the executor;
-// they never block and never touch a GPU. Responses are finished from the executor's
-// completion callback.
+// The myops.v1.Myops gRPC service (callback API). Handlers parse and validate with the
+// codec, admit the request against the in-flight limit and the memory budget, and hand
+// the work to the executor; they never block and never touch a GPU. Responses are
+// finished from the executor's completion callback.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
 
 #include "absl/status/status.h"
 #include "codec.h"
 #include "executor.h"
+#include "memory_budget.h"
 #include "metrics.h"
 #include "myops/v1/myops.grpc.pb.h"
 
@@ -19,9 +24,16 @@ struct ServiceLimits {
   TensorLimits tensor;
   int64_t max_message_bytes = int64_t{256} << 20;
   int64_t max_inflight = 64;  // requests admitted at once (unary + stream items)
+  // The memory budget (memory_budget.h): bytes held for requests at once, inputs and
+  // outputs, including computed stream responses not yet written. 0: the default,
+  // DefaultMemoryBudgetBytes().
+  int64_t max_inflight_bytes = 0;
+  int64_t max_streams = 1024;  // ScaleShiftStream RPCs open at once; more: RESOURCE_EXHAUSTED
+  int64_t max_concurrent_streams = 256;  // HTTP/2 streams (RPCs) per connection, gRPC's limit
 };
 
-// Counts requests being processed; lock-free and thread-safe.
+// Counts what is open at once against a limit (requests, streams); lock-free and
+// thread-safe.
 class InflightLimiter {
  public:
   explicit InflightLimiter(int64_t limit) : limit_(limit) {}
@@ -39,11 +51,28 @@ class InflightLimiter {
   std::atomic<int64_t> count_{0};
 };
 
+// One request on its way through the pipeline, whichever RPC carried it: the parsed
+// message (all but the input's data), the input's data in the received slices (or
+// gathered from them), the output's slice, and the budget reserved for both. Owned by
+// its RPC's reactor until the response has been written.
+struct RequestState {
+  myops::v1::ScaleShiftRequest request;
+  wire::TensorData input;
+  grpc::Slice gathered;  // the input, contiguous, when it arrived in several slices
+  grpc::Slice output;
+  BudgetReservation reservation;
+
+  const void* ContiguousInput();
+};
+
 // Thread-safe; borrows `executor`, which must outlive the gRPC server using this service.
-// The unary ScaleShift is a raw method: its response is encoded by hand so that the output
-// tensor is computed straight into its own gRPC slice (no zero-fill, no serialize copy).
+// Both ScaleShift RPCs are raw methods: requests are parsed by hand (bounded, see
+// wire::ParseWithTensorData) and responses encoded by hand, so the output tensor is
+// computed straight into its own gRPC slice (no zero-fill, no serialize copy).
 class MyopsService final
-    : public myops::v1::Myops::WithRawCallbackMethod_ScaleShift<myops::v1::Myops::CallbackService> {
+    : public myops::v1::Myops::WithRawCallbackMethod_ScaleShift<
+          myops::v1::Myops::WithRawCallbackMethod_ScaleShiftStream<
+              myops::v1::Myops::WithCallbackMethod_ServerInfo<myops::v1::Myops::Service>>> {
  public:
   MyopsService(Executor* executor, const ServiceLimits& limits);
 
@@ -51,43 +80,41 @@ class MyopsService final
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
 
-  grpc::ServerBidiReactor<myops::v1::ScaleShiftRequest, myops::v1::ScaleShiftStreamResponse>*
-  ScaleShiftStream(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ScaleShiftStream(
+      grpc::CallbackServerContext* context) override;
 
   grpc::ServerUnaryReactor* ServerInfo(grpc::CallbackServerContext* context,
                                        const myops::v1::ServerInfoRequest* request,
                                        myops::v1::ServerInfoResponse* response) override;
 
-  // Gives the buffer a request's output is written to: input.bytes bytes, valid until the
-  // request's `done` has run.
-  using OutputSink = std::function<MutableTensorView(const TensorView& input)>;
   using Done = std::function<void(absl::Status, const myops::v1::Timing&)>;
-  // Where the input tensor's data is: `size` bytes, which `contiguous` returns as one
-  // buffer (valid until `done` has run). Called once, only for a request that passed
-  // admission and validation, so a rejected request costs no copy.
-  struct InputData {
-    uint64_t size = 0;
-    std::function<const void*()> contiguous;
-  };
 
-  // Validates `request` (whose input's data is `input_data`), takes its output buffer from
-  // `output` and submits it; calls `done` exactly once with the final status and (on
-  // success) the timing, which counts from `received` (when the handler got the request's
-  // bytes). Shared by the unary and streaming RPCs.
-  void Process(const myops::v1::ScaleShiftRequest& request, InputData input_data,
-               std::chrono::steady_clock::time_point received,
+  // Admits `state` (in-flight slot, then the memory budget for its input and output),
+  // validates it, allocates its output and submits it; calls `done` exactly once with
+  // the final status and (on success) the timing, which counts from `received` (when the
+  // handler got the request's bytes). The in-flight slot is released before `done`; the
+  // budget stays reserved in `state` until its owner drops it. Shared by both RPCs.
+  void Process(RequestState* state, std::chrono::steady_clock::time_point received,
                std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
-               OutputSink output, Done done);
+               Done done);
 
-  // Request metrics (thread-safe) and the requests in flight now, for the metrics endpoint.
+  // Request metrics (thread-safe), the requests in flight now and the memory budget, for
+  // the metrics endpoint.
   Metrics& metrics() { return metrics_; }
   int64_t inflight() const { return inflight_.current(); }
+  const MemoryBudget& budget() const { return budget_; }
+
+  // Open ScaleShiftStream RPCs; thread-safe.
+  bool TryOpenStream();
+  void CloseStream() { streams_.Release(); }
 
  private:
   Executor* executor_;
   ServiceLimits limits_;
   InflightLimiter inflight_;
+  MemoryBudget budget_;
   Metrics metrics_;
+  InflightLimiter streams_;
   std::atomic<unsigned> round_robin_{0};
 };
 

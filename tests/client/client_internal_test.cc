@@ -238,7 +238,7 @@ TEST(ClientCodecTest, BadResponseBytesAreInternal) {
       DecodeResponseBytes(InPieces(std::string("\x0a\x7f", 2), 1), nullptr);
   EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(garbage.status().message(),
-              ::testing::HasSubstr("(2 bytes) is not a valid myops.v1.ScaleShiftResponse"));
+              ::testing::HasSubstr("the 2 bytes are not a valid myops.v1.ScaleShiftResponse"));
 
   myops::v1::ScaleShiftResponse response;
   response.mutable_output()->set_dtype(myops::v1::DTYPE_FLOAT32);

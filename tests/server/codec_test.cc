@@ -82,6 +82,16 @@ std::vector<BadTensor> BadTensors() {
        MakeTensor(1, {1 << 20, 1 << 20}, 16),
        {},
        "input has 1099511627776 elements"},
+      // Empty, but PyTorch's contiguous strides would overflow: not for PyTorch to find.
+      {"empty, other sizes overflow",
+       MakeTensor(1, {int64_t{1} << 40, int64_t{1} << 40, 0}, 0),
+       {},
+       "input.shape [1099511627776, 1099511627776, 0] has more elements than fit in int64 "
+       "(zero sizes aside)"},
+      {"empty first, strides overflow",
+       MakeTensor(1, {0, int64_t{1} << 62, 4}, 0),
+       {},
+       "input.shape [0, 4611686018427387904, 4] has more elements than fit in int64"},
   };
 }
 
@@ -154,16 +164,58 @@ TEST(CodecTest, AcceptsValidTensorsAsZeroCopyViews) {
   }
 }
 
-TEST(CodecTest, PrepareOutputMatchesInput) {
-  Tensor in = MakeTensor(4, {5, 7}, 70);
-  auto view = DecodeTensor(in, "input", {});
-  ASSERT_TRUE(view.ok());
-  Tensor out;
-  MutableTensorView w = PrepareOutput(*view, &out);
-  EXPECT_EQ(out.dtype(), myops::v1::DTYPE_BFLOAT16);
-  EXPECT_EQ(std::vector<int64_t>(out.shape().begin(), out.shape().end()), view->shape);
-  EXPECT_EQ(out.data().size(), 70u);
-  EXPECT_EQ(w.data, out.data().data());
+TEST(CodecTest, DeviceEchoIsCut) {
+  const std::string device(1 << 20, 'x');
+  auto parsed = ParseDeviceRequest(device);
+  ASSERT_FALSE(parsed.ok());
+  const std::string message(parsed.status().message());
+  EXPECT_LT(message.size(), 400u) << message;
+  EXPECT_NE(message.find("...(1048576 bytes)\" is not a valid device"), std::string::npos)
+      << message;
+  // Non-printable bytes are escaped, not passed into the status.
+  EXPECT_NE(std::string(ParseDeviceRequest(std::string("cu\0\n", 4)).status().message())
+                .find("\"cu\\x00\\n\""),
+            std::string::npos);
+}
+
+TEST(CodecTest, HandEncodedStreamResponsesParse) {
+  myops::v1::ScaleShiftRequest request;
+  *request.mutable_input() = MakeTensor(1, {3}, 12);
+  request.set_request_id(9);
+  grpc::Slice output(std::string("abcdefghijkl"));
+  myops::v1::Timing timing;
+  timing.set_device("cpu");
+  for (const grpc::ByteBuffer& encoded :
+       {EncodeStreamResponse(request, output, timing),
+        EncodeStreamError(9, absl::InvalidArgumentError("bad input"))}) {
+    std::string flat;
+    ASSERT_TRUE(wire::Flatten(encoded, &flat));
+    myops::v1::ScaleShiftStreamResponse parsed;
+    ASSERT_TRUE(parsed.ParseFromString(flat));
+    EXPECT_EQ(parsed.request_id(), 9u);
+    if (parsed.has_response()) {
+      EXPECT_EQ(parsed.response().output().data(), "abcdefghijkl");
+      EXPECT_EQ(parsed.response().output().shape(0), 3);
+      EXPECT_EQ(parsed.response().request_id(), 9u);
+      EXPECT_EQ(parsed.response().timing().device(), "cpu");
+    } else {
+      EXPECT_EQ(parsed.error().code(), 3);
+      EXPECT_EQ(parsed.error().message(), "bad input");
+    }
+  }
+  // The overhead bound the server's send limit relies on.
+  request.set_alpha(0);
+  request.clear_device();
+  timing.set_decode_ns(INT64_MAX);
+  timing.set_queue_ns(INT64_MAX);
+  timing.set_compute_ns(INT64_MAX);
+  timing.set_encode_ns(INT64_MAX);
+  timing.set_total_ns(INT64_MAX);
+  timing.set_device("cuda:2147483647");
+  request.set_request_id(UINT64_MAX);
+  const size_t request_size = request.ByteSizeLong();
+  EXPECT_LE(static_cast<int64_t>(EncodeStreamResponse(request, output, timing).Length()),
+            static_cast<int64_t>(request_size) + kMaxResponseOverheadBytes);
 }
 
 TEST(CodecTest, HandEncodedResponseParsesAsAScaleShiftResponse) {
@@ -207,7 +259,7 @@ TEST(CodecTest, RequestsParseFromReceivedBytes) {
   grpc::ByteBuffer bytes(&wire, 1);
   myops::v1::ScaleShiftRequest parsed;
   wire::TensorData data;
-  ASSERT_TRUE(ParseRequest(bytes, &parsed, &data));
+  ASSERT_TRUE(ParseRequest(bytes, &parsed, &data).ok());
   EXPECT_EQ(parsed.alpha(), 2.5);
   EXPECT_TRUE(parsed.input().data().empty());  // Left in the received slices.
   ASSERT_EQ(data.size(), 24u);
@@ -227,7 +279,7 @@ TEST(CodecTest, RequestsParseFromReceivedBytes) {
 
   grpc::Slice junk(std::string("\xff\xff\xff"));
   grpc::ByteBuffer bad(&junk, 1);
-  EXPECT_FALSE(ParseRequest(bad, &parsed, &data));
+  EXPECT_EQ(ParseRequest(bad, &parsed, &data).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(DeviceTest, ResolvesRequestsAgainstServedDevices) {

@@ -58,7 +58,7 @@ v1::ScaleShiftRequest SampleRequest(size_t data_bytes) {
 // Parses with ParseWithTensorData and puts the data back, for comparison with protobuf.
 bool ParseWhole(const grpc::ByteBuffer& bytes, v1::ScaleShiftRequest* request) {
   TensorData data;
-  if (!ParseWithTensorData(bytes, kInput, request, &data)) return false;
+  if (!ParseWithTensorData(bytes, kInput, request, &data).ok()) return false;
   EXPECT_TRUE(request->input().data().empty());
   std::string copy(data.size(), '\0');
   data.CopyTo(copy.data());
@@ -122,14 +122,14 @@ TEST(TensorWireTest, ContiguousOnlyForOneSpan) {
   const std::string bytes = SampleRequest(1000).SerializeAsString();
   v1::ScaleShiftRequest request;
   TensorData data;
-  ASSERT_TRUE(ParseWithTensorData(OneSlice(bytes), kInput, &request, &data));
+  ASSERT_TRUE(ParseWithTensorData(OneSlice(bytes), kInput, &request, &data).ok());
   ASSERT_NE(data.contiguous(), nullptr);
   EXPECT_EQ(std::memcmp(data.contiguous(), SampleRequest(1000).input().data().data(), 1000), 0);
-  ASSERT_TRUE(ParseWithTensorData(Sliced(bytes, {100}), kInput, &request, &data));
+  ASSERT_TRUE(ParseWithTensorData(Sliced(bytes, {100}), kInput, &request, &data).ok());
   EXPECT_EQ(data.contiguous(), nullptr);
   EXPECT_EQ(data.size(), 1000u);
 
-  ASSERT_TRUE(ParseWithTensorData(OneSlice(""), kInput, &request, &data));
+  ASSERT_TRUE(ParseWithTensorData(OneSlice(""), kInput, &request, &data).ok());
   EXPECT_EQ(data.size(), 0u);
   EXPECT_NE(data.contiguous(), nullptr);
   EXPECT_FALSE(request.has_input());
@@ -203,11 +203,62 @@ TEST(TensorWireTest, AcceptsExactlyWhatProtobufAccepts) {
 TEST(TensorWireTest, FailedParseLeavesNoData) {
   TensorData data;
   v1::ScaleShiftRequest request;
-  ASSERT_TRUE(ParseWithTensorData(OneSlice(SampleRequest(100).SerializeAsString()), kInput,
-                                  &request, &data));
+  ASSERT_TRUE(
+      ParseWithTensorData(OneSlice(SampleRequest(100).SerializeAsString()), kInput, &request, &data)
+          .ok());
   EXPECT_EQ(data.size(), 100u);
-  EXPECT_FALSE(ParseWithTensorData(OneSlice("\x0a\x7f"), kInput, &request, &data));
+  EXPECT_FALSE(ParseWithTensorData(OneSlice("\x0a\x7f"), kInput, &request, &data).ok());
   EXPECT_EQ(data.size(), 0u);
+}
+
+// Crafted heads that protobuf itself would accept, but that cost it many times their
+// size (unknown groups, a packed shape of zeros, unknown varints, a huge string): refused
+// after at most kMaxHeadBytes were copied, with a message saying so.
+TEST(TensorWireTest, HeadsBeyondTheCapAreRefused) {
+  const v1::ScaleShiftRequest valid = SampleRequest(64);
+  const std::string valid_bytes = valid.SerializeAsString();
+  std::string packed_zeros;  // Tensor.shape, packed: 1 MiB of zero varints
+  packed_zeros.push_back(0x12);
+  AppendVarint(1 << 20, &packed_zeros);
+  packed_zeros.append(1 << 20, '\0');
+  std::string in_tensor = valid.input().SerializeAsString() + packed_zeros;
+  std::string tensor_field;
+  tensor_field.push_back(0x0a);
+  AppendVarint(in_tensor.size(), &tensor_field);
+  tensor_field += in_tensor;
+  std::string device(1 << 20, 'x');  // field 4, a string
+  std::string device_field = "\x22";
+  AppendVarint(device.size(), &device_field);
+  device_field += device;
+  std::string groups, varints;
+  for (int i = 0; i < (1 << 19); ++i) groups += "\x33\x34";  // empty unknown group 6
+  for (int i = 0; i < (1 << 19); ++i) varints += std::string("\x30\x00", 2);  // field 6 = 0
+  for (const std::string& crafted :
+       {valid_bytes + groups, valid_bytes + varints, tensor_field, valid_bytes + device_field}) {
+    v1::ScaleShiftRequest by_protobuf;
+    ASSERT_TRUE(by_protobuf.ParseFromString(crafted));  // The documented difference.
+    v1::ScaleShiftRequest request;
+    TensorData data;
+    const absl::Status status =
+        ParseWithTensorData(Sliced(crafted, {7, 1000}), kInput, &request, &data);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("fields other than the tensor data take more than 65536"),
+              absl::string_view::npos)
+        << status;
+    EXPECT_EQ(data.size(), 0u);
+  }
+  // Up to the cap, heads parse.
+  v1::ScaleShiftRequest big_head = valid;
+  big_head.set_device(std::string(kMaxHeadBytes - 200, 'y'));
+  v1::ScaleShiftRequest parsed;
+  ASSERT_TRUE(ParseWhole(Sliced(big_head.SerializeAsString(), {3, 5000}), &parsed));
+  EXPECT_TRUE(MessageDifferencer::Equals(parsed, big_head));
+  // And a malformed message is called invalid, not too large.
+  TensorData data;
+  const absl::Status invalid = ParseWithTensorData(OneSlice("\x0a\x7f"), kInput, &parsed, &data);
+  EXPECT_NE(invalid.message().find("the 2 bytes are not a valid myops.v1.ScaleShiftRequest"),
+            absl::string_view::npos)
+      << invalid;
 }
 
 }  // namespace

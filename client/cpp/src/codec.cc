@@ -40,9 +40,10 @@ struct ParsedResponse {
 
 absl::Status ParseResponse(const grpc::ByteBuffer& bytes, ParsedResponse* response) {
   constexpr int kOutputField = v1::ScaleShiftResponse::kOutputFieldNumber;
-  if (!wire::ParseWithTensorData(bytes, kOutputField, &response->fields, &response->data)) {
-    return absl::InternalError(absl::StrCat("the server's response (", bytes.Length(),
-                                            " bytes) is not a valid myops.v1.ScaleShiftResponse"));
+  if (absl::Status status =
+          wire::ParseWithTensorData(bytes, kOutputField, &response->fields, &response->data);
+      !status.ok()) {
+    return absl::InternalError(absl::StrCat("the server's response: ", status.message()));
   }
   return absl::OkStatus();
 }

@@ -19,6 +19,7 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
+#include "absl/status/status.h"
 #include "myops/v1/myops.pb.h"
 
 namespace myops::wire {
@@ -50,8 +51,8 @@ class TensorData {
   void AppendTo(std::string* out) const;
 
  private:
-  friend bool ParseWithTensorData(const grpc::ByteBuffer&, int, google::protobuf::MessageLite*,
-                                  TensorData*);
+  friend absl::Status ParseWithTensorData(const grpc::ByteBuffer&, int,
+                                          google::protobuf::MessageLite*, TensorData*);
   std::vector<grpc::Slice> slices_;
   std::vector<std::pair<const uint8_t*, size_t>> spans_;
   size_t size_ = 0;
@@ -64,12 +65,21 @@ grpc::ByteBuffer EncodeWithTensorData(int tensor_field, const myops::v1::Tensor&
                                       const grpc::Slice& data,
                                       const google::protobuf::MessageLite& rest);
 
+// The most bytes a parsed message may have besides its tensor's data: every other field,
+// known or unknown, and the tensor's own dtype and shape. A real request's head is well
+// under 1 KiB; the cap keeps a crafted message (thousands of unknown fields or shape
+// entries) from costing more memory than the bytes it arrived in.
+inline constexpr size_t kMaxHeadBytes = 64 << 10;
+
 // Parses `bytes` into `message` (cleared first), except the data of its Tensor field
 // `tensor_field`, which is left empty in `message` and described by `data` instead.
 // Protobuf's merge rules hold (a repeated tensor field merges; the last data wins).
-// False when the bytes are not a valid encoding of `message`.
-bool ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field,
-                         google::protobuf::MessageLite* message, TensorData* data);
+// Accepts exactly what protobuf's own parser accepts, except a message whose head
+// exceeds kMaxHeadBytes. Errors: INVALID_ARGUMENT, saying which of the two it was;
+// `data` is then empty. Allocates at most kMaxHeadBytes plus protobuf's parse of them,
+// and references (does not copy) the data.
+absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field,
+                                 google::protobuf::MessageLite* message, TensorData* data);
 
 }  // namespace myops::wire
 
