@@ -73,11 +73,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       clamp(options.limits.max_message_bytes + kMaxResponseOverheadBytes));
   // gRPC's own bounds on what clients can make it hold before a handler runs: HTTP/2
   // streams per connection, and a memory quota for the transport (under its pressure
-  // gRPC shrinks flow-control windows, so clients cannot push more bytes).
+  // gRPC shrinks flow-control windows, and beyond it resets streams).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              clamp(options.limits.max_concurrent_streams));
+  // Sized so that one message of the largest size can still arrive (and be refused with
+  // a precise status) when the budget is full: below that, gRPC resets streams itself.
   grpc::ResourceQuota quota("myops-server");
-  quota.Resize(static_cast<size_t>(s->service_->budget().limit()));
+  quota.Resize(static_cast<size_t>(s->service_->budget().limit() +
+                                   options.limits.max_message_bytes + kMaxResponseOverheadBytes));
   builder.SetResourceQuota(quota);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();

@@ -50,6 +50,8 @@ class Server {
   int port() const { return port_; }
   int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }  // 0: off
   int health_port() const { return health_port_; }                                // 0: off
+  // The service, for its metrics and memory budget (thread-safe reads).
+  const MyopsService& service() const { return *service_; }
   // One line: address, devices, versions, limits, workers.
   std::string Describe() const;
 

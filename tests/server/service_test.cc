@@ -25,6 +25,7 @@ class GatedExecutor final : public Executor {
   void Submit(Job job, JobDone done) override {
     std::lock_guard<std::mutex> lock(mu_);
     held_.push_back({std::move(job), std::move(done)});
+    ++submitted_;
     cv_.notify_all();
   }
   void Shutdown() override { Release(1 << 30); }
@@ -35,6 +36,15 @@ class GatedExecutor final : public Executor {
   bool OldestCancelled() {
     std::lock_guard<std::mutex> lock(mu_);
     return !held_.empty() && held_.front().first.is_cancelled && held_.front().first.is_cancelled();
+  }
+
+  size_t HeldCount() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_.size();
+  }
+  int64_t SubmittedCount() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return submitted_;
   }
 
   void WaitForHeld(size_t n) {
@@ -67,6 +77,7 @@ class GatedExecutor final : public Executor {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<Job, JobDone>> held_;
+  int64_t submitted_ = 0;
 };
 
 struct AsyncCall {
@@ -193,6 +204,191 @@ TEST(ServiceTest, ClientCancellationReachesTheExecutor) {
   EXPECT_TRUE(seen);
   g->Release(1);
   EXPECT_EQ(g->cancelled_seen_.load(), 1);
+}
+
+// Waits (bounded) until `server` holds no budget: reservations are released when gRPC is
+// done with each call, a moment after the client has its response.
+int64_t HeldWhenSettled(const Server& server) {
+  for (int i = 0; i < 1000 && server.service().budget().held() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return server.service().budget().held();
+}
+
+TEST(MemoryBudgetTest, ReservesAllOrNothingAndReleasesOnce) {
+  MemoryBudget budget(100);
+  BudgetReservation a, b, c;
+  EXPECT_TRUE(budget.TryReserve(60, &a));
+  EXPECT_FALSE(budget.TryReserve(41, &b));
+  EXPECT_EQ(b.bytes(), 0);
+  EXPECT_TRUE(budget.TryReserve(40, &b));
+  EXPECT_EQ(budget.held(), 100);
+  EXPECT_FALSE(budget.TryReserve(1, &c));
+  EXPECT_FALSE(budget.TryReserve(-1, &c));
+  c = std::move(a);  // Moving keeps the bytes held, once.
+  EXPECT_EQ(budget.held(), 100);
+  c.Reset();
+  EXPECT_EQ(budget.held(), 40);
+  {
+    BudgetReservation moved(std::move(b));
+    EXPECT_EQ(budget.held(), 40);
+  }
+  EXPECT_EQ(budget.held(), 0);
+  std::vector<std::thread> threads;
+  std::atomic<int> granted{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      for (int j = 0; j < 10000; ++j) {
+        BudgetReservation r;
+        if (budget.TryReserve(30, &r)) granted++;
+        EXPECT_LE(budget.held(), 100);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(budget.held(), 0);
+  EXPECT_GT(granted.load(), 0);
+  EXPECT_GT(MemoryLimitBytes(), int64_t{1} << 26);
+  EXPECT_EQ(DefaultMemoryBudgetBytes(), MemoryLimitBytes() / 2);
+}
+
+TEST(ServiceTest, RequestsBeyondTheMemoryBudgetGetResourceExhausted) {
+  auto options = testing::LoopbackOptions();
+  options.limits.max_inflight_bytes = 256 << 10;
+  auto gate = std::make_unique<GatedExecutor>();
+  GatedExecutor* g = gate.get();
+  auto t = testing::StartServer(options, std::move(gate));
+  ASSERT_TRUE(t.server);
+  EXPECT_EQ(t.server->service().budget().limit(), 256 << 10);
+
+  // 40 KiB in, 40 KiB out (more when gathered from slices): at most 3 fit.
+  std::vector<std::unique_ptr<AsyncCall>> held;
+  grpc::Status over;
+  for (int i = 0; i < 8 && over.ok(); ++i) {
+    auto call = std::make_unique<AsyncCall>();
+    call->request = MakeRequest(DType::kFloat32, {10 << 10}, 1.0, 0.0, i);
+    call->Start(t.stub.get());
+    // Either it is held (admitted) or it has finished (refused).
+    for (int k = 0; k < 2000; ++k) {
+      {
+        std::lock_guard<std::mutex> lock(call->mu);
+        if (call->done) break;
+      }
+      if (g->HeldCount() == held.size() + 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (call->done) {
+      over = call->status;
+    } else {
+      EXPECT_LE(t.server->service().budget().held(), 256 << 10);
+      held.push_back(std::move(call));
+    }
+  }
+  EXPECT_GE(held.size(), 1u);
+  EXPECT_LE(held.size(), 3u);
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(over.error_message().find("the server's memory budget is in use"), std::string::npos)
+      << over.error_message();
+
+  g->Release(1 << 20);
+  for (auto& c : held) ASSERT_TRUE(c->Wait().ok()) << c->status.error_message();
+  EXPECT_EQ(HeldWhenSettled(*t.server), 0);
+
+  // A request that could never fit says so.
+  grpc::ClientContext ctx;
+  myops::v1::ScaleShiftResponse response;
+  auto huge = t.stub->ScaleShift(&ctx, MakeRequest(DType::kFloat32, {64 << 10}, 1, 0), &response);
+  EXPECT_EQ(huge.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(huge.error_message().find("more than the server's whole memory budget of 262144"),
+            std::string::npos)
+      << huge.error_message();
+}
+
+// A client that writes requests on a stream and never reads the responses: the stream
+// stops reading after 32 unanswered requests, its items hold the budget (never more than
+// it), and everything is released when the client goes away.
+TEST(ServiceTest, AStreamThatIsNeverReadStopsReadingAndReleasesEverything) {
+  auto options = testing::LoopbackOptions();
+  options.limits.max_inflight_bytes = 8 << 20;
+  auto gate = std::make_unique<GatedExecutor>();
+  GatedExecutor* g = gate.get();
+  auto t = testing::StartServer(options, std::move(gate));
+  ASSERT_TRUE(t.server);
+  std::atomic<bool> stop{false};
+  std::thread releaser([&] {  // Computes whatever the stream hands over.
+    while (!stop) {
+      g->Release(1 << 20);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  // A client whose receive window stays small (no BDP growth), so that the unread
+  // responses stay on the server.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(1 << 30);
+  args.SetMaxSendMessageSize(1 << 30);
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto stub = myops::v1::Myops::NewStub(
+      grpc::CreateCustomChannel(t.address, grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = stub->ScaleShiftStream(&ctx);
+  std::atomic<int> written{0};
+  const auto request = MakeRequest(DType::kFloat32, {64 << 10}, 1.0, 0.0);  // 256 KiB
+  std::thread writer([&] {
+    for (int i = 0; i < 200; ++i) {
+      if (!stream->Write(request)) return;
+      written++;
+    }
+  });
+  // The server has read what it will read once its executor saw no new job for a while.
+  int64_t seen = -1;
+  for (int quiet = 0; quiet < 50;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int64_t now = g->SubmittedCount();
+    quiet = now == seen ? quiet + 1 : 0;
+    seen = now;
+    EXPECT_LE(t.server->service().budget().held(), 8 << 20);
+  }
+  EXPECT_LE(seen, 33);  // 32 outstanding, plus the one a read may have in progress
+  EXPECT_GT(seen, 0);
+  EXPECT_LT(written.load(), 200);                     // The client is pushed back on.
+  EXPECT_GT(t.server->service().budget().held(), 0);  // Unsent responses are counted.
+  ctx.TryCancel();
+  writer.join();
+  stream->Finish();
+  stop = true;
+  releaser.join();
+  EXPECT_EQ(HeldWhenSettled(*t.server), 0);
+}
+
+TEST(ServiceTest, StreamsBeyondTheLimitGetResourceExhausted) {
+  auto options = testing::LoopbackOptions();
+  options.limits.max_streams = 1;
+  auto t = testing::StartServer(options, std::make_unique<GatedExecutor>());
+  ASSERT_TRUE(t.server);
+  grpc::ClientContext first_ctx;
+  auto first = t.stub->ScaleShiftStream(&first_ctx);
+  myops::v1::ScaleShiftStreamResponse response;
+  // The first stream is open once the second is refused; the refusal ends the stream.
+  grpc::Status refused;
+  for (int i = 0; i < 100 && refused.ok(); ++i) {
+    grpc::ClientContext ctx;
+    auto second = t.stub->ScaleShiftStream(&ctx);
+    second->WritesDone();
+    while (second->Read(&response)) {
+    }
+    refused = second->Finish();
+  }
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("limit of open streams"), std::string::npos);
+  first->WritesDone();
+  EXPECT_TRUE(first->Finish().ok());
+  // The slot is free again.
+  grpc::ClientContext again_ctx;
+  auto again = t.stub->ScaleShiftStream(&again_ctx);
+  again->WritesDone();
+  EXPECT_TRUE(again->Finish().ok());
 }
 
 }  // namespace
