@@ -76,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // gRPC shrinks flow-control windows, and beyond it resets streams).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              clamp(options.limits.max_concurrent_streams));
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   // Sized so that one message of the largest size can still arrive (and be refused with
   // a precise status) when the budget is full: below that, gRPC resets streams itself.
   grpc::ResourceQuota quota("myops-server");

@@ -1,0 +1,203 @@
+"""Hostile clients against the real myops-server binary: crafted and oversized messages,
+streams that are never read, many connections, all at once. Each case asserts the
+precise status, that the server stays up and serves a well-formed request afterwards,
+and that its memory stays within the configured budget."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import grpc
+import pytest
+
+from client_helpers import Server
+from hostile_wire import (call_status, channel, field, float32_request, request, rss_bytes,
+                          stream, tensor, unary, varint, INFO)
+
+MiB = 1 << 20
+HEAD_CAP = "fields other than the tensor data take more than 65536 bytes"
+
+
+def healthy(address: str) -> None:
+    """A well-formed request succeeds with the right values."""
+    ch = channel(address)
+    code, details = call_status(ch, request([2], b"\x00\x00\x80\x3f" * 2))  # [1.0, 1.0]
+    ch.close()
+    assert code == grpc.StatusCode.OK, details
+
+
+class RssSampler:
+    """Samples a process's RSS in the background; `peak` is the highest seen."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_bytes(self.pid))
+            time.sleep(0.01)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
+
+
+def crafted_heads() -> dict[str, bytes]:
+    valid = request([4], bytes(16))
+    zeros = field(1, 2, tensor([], bytes(4)) + field(2, 2, bytes(16 * MiB)))
+    return {
+        "16 MiB of empty unknown groups": valid + b"\x33\x34" * (8 * MiB),
+        "16 MiB of unknown varint fields": valid + b"\x30\x00" * (8 * MiB),
+        "a 16 MiB packed shape of zeros": zeros,
+        "a 1 MiB device string": valid + field(4, 2, b"x" * MiB),
+    }
+
+
+@pytest.mark.parametrize("name", list(crafted_heads()))
+def test_crafted_heads_cost_no_more_than_their_size(name):
+    server = Server("--max-message-bytes", str(64 * MiB))  # Fresh: RSS is its own.
+    try:
+        healthy(server.address)
+        baseline = rss_bytes(server.process.pid)
+        sampler = RssSampler(server.process.pid)
+        ch = channel(server.address)
+        for _ in range(2):
+            code, details = call_status(ch, crafted_heads()[name])
+            assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+            assert HEAD_CAP in details
+        ch.close()
+        growth = sampler.stop() - baseline
+        # Before the cap, the 16 MiB cases cost 300-440 MiB each.
+        assert growth < 100 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
+        healthy(server.address)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A server with 1 MiB messages."""
+    s = Server("--max-message-bytes", str(MiB))
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("shape", [[2**40, 2**40, 0], [0, 2**62, 4]])
+def test_empty_tensors_whose_sizes_overflow_are_invalid(small, shape):
+    ch = channel(small.address)
+    code, details = call_status(ch, request(shape, b""))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+    assert "has more elements than fit in int64" in details
+    ch.close()
+    healthy(small.address)
+
+
+def test_echoed_device_is_cut(small):
+    ch = channel(small.address)
+    code, details = call_status(ch, request([1], bytes(4), device=b"d" * 60000))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+    assert '...(60000 bytes)" is not a valid device' in details
+    assert len(details) < 1000
+    ch.close()
+
+
+def test_requests_just_under_the_message_limit_get_their_response(small):
+    """A request just under --max-message-bytes is answered, unary and on a stream,
+    although its response is a few bytes larger than the request."""
+    payload = float32_request(MiB - 64)
+    assert len(payload) <= MiB
+    ch = channel(small.address)
+    code, details = call_status(ch, payload)
+    assert code == grpc.StatusCode.OK, details
+    responses = list(stream(ch)(iter([payload] * 3), timeout=60))
+    assert len(responses) == 3
+    assert all(len(r) > MiB - 64 for r in responses)  # Results, not error messages.
+    code, details = call_status(ch, float32_request(MiB + 4096))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
+    ch.close()
+
+
+BUDGET = 256 * MiB
+
+
+def test_a_hostile_mix_stays_within_the_memory_budget():
+    """Never-read streams, malformed and oversized messages and many connections at once,
+    while a well-behaved client keeps calling: its requests succeed or get
+    RESOURCE_EXHAUSTED, and the server's RSS stays below budget + 150 MiB."""
+    server = Server("--max-inflight-bytes", str(BUDGET), "--max-message-bytes", str(64 * MiB),
+                    "--cpu-workers", "2")
+    try:
+        healthy(server.address)
+        baseline = rss_bytes(server.process.pid)
+        sampler = RssSampler(server.process.pid)
+        errors: list[str] = []
+        stop = threading.Event()
+
+        def never_reading_stream(i: int) -> None:
+            ch = channel(server.address)
+            payload = float32_request(4 * MiB, request_id=i + 1)
+            call = stream(ch)(iter([payload] * 40), timeout=120)
+            stop.wait()
+            call.cancel()
+            ch.close()
+
+        def malformed(i: int) -> None:
+            ch = channel(server.address)
+            for payload in crafted_heads().values():
+                code, details = call_status(ch, payload)
+                if code != grpc.StatusCode.INVALID_ARGUMENT:
+                    errors.append(f"malformed: {code} {details}")
+            code, details = call_status(ch, float32_request(64 * MiB + 4096))
+            if code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                errors.append(f"oversized: {code} {details}")
+            ch.close()
+
+        connections: list[grpc.Channel] = []
+
+        def many_connections() -> None:
+            for _ in range(200):
+                ch = channel(server.address)
+                try:
+                    unary(ch, INFO)(b"", timeout=30)
+                except grpc.RpcError as e:
+                    errors.append(f"connection: {e.code()} {e.details()}")
+                connections.append(ch)
+
+        outcomes = {"OK": 0, "RESOURCE_EXHAUSTED": 0}
+
+        def well_behaved() -> None:
+            ch = channel(server.address)
+            payload = float32_request(MiB)
+            while not stop.is_set():
+                code, details = call_status(ch, payload)
+                if code.name in outcomes:
+                    outcomes[code.name] += 1
+                else:
+                    errors.append(f"well-behaved: {code} {details}")
+            ch.close()
+
+        threads = [threading.Thread(target=never_reading_stream, args=(i,)) for i in range(6)]
+        threads += [threading.Thread(target=malformed, args=(i,)) for i in range(2)]
+        threads += [threading.Thread(target=many_connections), threading.Thread(target=well_behaved)]
+        for t in threads:
+            t.start()
+        for t in threads[6:-1]:  # The malformed and connection floods run to their end.
+            t.join()
+        time.sleep(2)  # The streams and the well-behaved client keep going a while.
+        stop.set()
+        for t in threads:
+            t.join()
+        for ch in connections:
+            ch.close()
+        growth = sampler.stop() - baseline
+        assert not errors, errors[:5]
+        assert outcomes["OK"] > 0, outcomes
+        assert growth < BUDGET + 150 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
+        assert server.process.poll() is None
+        healthy(server.address)
+    finally:
+        server.stop()
