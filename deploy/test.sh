@@ -90,10 +90,12 @@ log "scale_shift over 127.0.0.1:$port: values correct"
 
 # --- Prometheus metrics over the published port (the image enables them on 9090) -------
 python3 - "$metrics_port" <<'PY' || fail "metrics over the published port"
-import sys, urllib.request
+import re, sys, urllib.request
 text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics", timeout=5).read().decode()
-line = 'myops_requests_total{rpc="ScaleShift",code="OK"} '
-(count,) = [int(l[len(line):]) for l in text.splitlines() if l.startswith(line)]
+# Labels in any order; values are floats ("1", "1e+03").
+samples = [re.fullmatch(r'myops_requests_total\{(.*)\} (\S+)', l) for l in text.splitlines()]
+(count,) = [float(m[2]) for m in samples
+            if m and sorted(m[1].split(",")) == ['code="OK"', 'rpc="ScaleShift"']]
 assert count >= 1, text
 PY
 log "metrics over 127.0.0.1:$metrics_port: requests counted"

@@ -1,10 +1,19 @@
-// Prometheus text rendering of the request metrics (see metrics.h).
+// The request metrics' prometheus-cpp series and the scrape-time gauges (see metrics.h).
 #include "metrics.h"
 
-#include <algorithm>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "prometheus/check_names.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
 
 namespace myops::server {
 namespace {
@@ -17,89 +26,143 @@ constexpr const char* kCodeNames[] = {
     "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
     "DATA_LOSS", "UNAUTHENTICATED"};
 
-uint64_t NonNegative(int64_t ns) { return ns > 0 ? static_cast<uint64_t>(ns) : 0; }
-
-std::string Seconds(uint64_t ns) { return absl::StrFormat("%.9f", static_cast<double>(ns) * 1e-9); }
-
-void Header(std::string* out, const char* name, const char* type, const char* help) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
-}
+double Seconds(int64_t ns) { return ns > 0 ? static_cast<double>(ns) * 1e-9 : 0.0; }
 
 }  // namespace
+
+// The gauges of AddGauge: one unlabelled series each, its value read at Collect().
+// Thread-safe: the list is guarded by mu_; the read functions are called outside it.
+class GaugeCollectable final : public prometheus::Collectable {
+ public:
+  struct Gauge {
+    std::string name;
+    std::string help;
+    std::function<double()> read;
+  };
+
+  // False (and nothing added) when a gauge of that name exists.
+  bool Add(Gauge gauge) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& g : gauges_) {
+      if (g->name == gauge.name) return false;
+    }
+    gauges_.push_back(std::make_shared<const Gauge>(std::move(gauge)));
+    return true;
+  }
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    std::vector<std::shared_ptr<const Gauge>> gauges;
+    {
+      absl::MutexLock lock(&mu_);
+      gauges = gauges_;
+    }
+    std::vector<prometheus::MetricFamily> families;
+    families.reserve(gauges.size());
+    for (const auto& g : gauges) {
+      prometheus::MetricFamily family;
+      family.name = g->name;
+      family.help = g->help;
+      family.type = prometheus::MetricType::Gauge;
+      family.metric.emplace_back().gauge.value = g->read();
+      families.push_back(std::move(family));
+    }
+    return families;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<std::shared_ptr<const Gauge>> gauges_ ABSL_GUARDED_BY(mu_);
+};
+
+Metrics::Metrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      gauges_(std::make_shared<GaugeCollectable>()) {
+  requests_ = &prometheus::BuildCounter()
+                   .Name("myops_requests_total")
+                   .Help("Finished requests by RPC and gRPC status code.")
+                   .Register(*registry_);
+  auto& duration = prometheus::BuildHistogram()
+                       .Name("myops_request_duration_seconds")
+                       .Help(
+                           "Server time of successful requests, from receiving the request to "
+                           "the response being ready (Timing.total_ns).")
+                       .Register(*registry_);
+  auto& stages = prometheus::BuildCounter()
+                     .Name("myops_stage_seconds_total")
+                     .Help(
+                         "Summed server time of successful requests per stage of the timing "
+                         "breakdown.")
+                     .Register(*registry_);
+  auto& bytes = prometheus::BuildCounter()
+                    .Name("myops_tensor_bytes_total")
+                    .Help(
+                        "Input tensor bytes of successful requests (the output is the same "
+                        "size).")
+                    .Register(*registry_);
+  const prometheus::Histogram::BucketBoundaries bounds(kBucketSeconds.begin(),
+                                                       kBucketSeconds.end());
+  for (int r = 0; r < 2; ++r) {
+    PerRpc& m = rpcs_[r];
+    m.requests[0].store(&requests_->Add({{"rpc", kRpcNames[r]}, {"code", kCodeNames[0]}}));
+    m.duration = &duration.Add({{"rpc", kRpcNames[r]}}, bounds);
+    for (int s = 0; s < kStages; ++s) {
+      m.stage_seconds[s] = &stages.Add({{"rpc", kRpcNames[r]}, {"stage", kStageNames[s]}});
+    }
+    m.tensor_bytes = &bytes.Add({{"rpc", kRpcNames[r]}});
+  }
+}
+
+Metrics::~Metrics() = default;
 
 void Metrics::Record(Rpc rpc, const absl::Status& status, const myops::v1::Timing& timing,
                      uint64_t tensor_bytes) {
   PerRpc& m = rpcs_[static_cast<int>(rpc)];
-  const int code = static_cast<int>(status.code());
-  m.requests[code >= 0 && code < kCodes ? code : 2].fetch_add(1, std::memory_order_relaxed);
+  const int raw_code = static_cast<int>(status.code());
+  const int code = raw_code >= 0 && raw_code < kCodes ? raw_code : 2;  // UNKNOWN
+  prometheus::Counter* requests = m.requests[code].load(std::memory_order_acquire);
+  if (requests == nullptr) {  // First time this code is seen: Add is locked and idempotent.
+    requests =
+        &requests_->Add({{"rpc", kRpcNames[static_cast<int>(rpc)]}, {"code", kCodeNames[code]}});
+    m.requests[code].store(requests, std::memory_order_release);
+  }
+  requests->Increment();
   if (!status.ok()) return;
-  const uint64_t total = NonNegative(timing.total_ns());
-  const double seconds = static_cast<double>(total) * 1e-9;
-  const size_t bucket = std::lower_bound(kBucketSeconds.begin(), kBucketSeconds.end(), seconds) -
-                        kBucketSeconds.begin();  // The first bound >= seconds ("le"), or +Inf.
-  m.buckets[bucket].fetch_add(1, std::memory_order_relaxed);
-  m.duration_ns.fetch_add(total, std::memory_order_relaxed);
+  m.duration->Observe(Seconds(timing.total_ns()));
   const int64_t stages[kStages] = {timing.decode_ns(), timing.queue_ns(), timing.compute_ns(),
                                    timing.encode_ns()};
-  for (int s = 0; s < kStages; ++s) {
-    m.stage_ns[s].fetch_add(NonNegative(stages[s]), std::memory_order_relaxed);
-  }
-  m.tensor_bytes.fetch_add(tensor_bytes, std::memory_order_relaxed);
+  for (int s = 0; s < kStages; ++s) m.stage_seconds[s]->Increment(Seconds(stages[s]));
+  m.tensor_bytes->Increment(static_cast<double>(tensor_bytes));
 }
 
-std::string Metrics::Render(int64_t inflight) const {
-  std::string out;
-  auto load = [](const std::atomic<uint64_t>& v) { return v.load(std::memory_order_relaxed); };
-
-  Header(&out, "myops_requests_total", "counter", "Finished requests by RPC and gRPC status code.");
-  for (int r = 0; r < 2; ++r) {
-    for (int c = 0; c < kCodes; ++c) {
-      const uint64_t n = load(rpcs_[r].requests[c]);
-      if (n == 0 && c != 0) continue;  // OK always; other codes once seen.
-      absl::StrAppend(&out, "myops_requests_total{rpc=\"", kRpcNames[r], "\",code=\"",
-                      kCodeNames[c], "\"} ", n, "\n");
-    }
+absl::Status Metrics::AddGauge(std::string name, std::string help, std::function<double()> read) {
+  if (!prometheus::CheckMetricName(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gauge name \"", name, "\" is not a valid Prometheus metric name"));
   }
-
-  Header(&out, "myops_request_duration_seconds", "histogram",
-         "Server time of successful requests, from receiving the request to the response "
-         "being ready (Timing.total_ns).");
-  for (int r = 0; r < 2; ++r) {
-    const PerRpc& m = rpcs_[r];
-    uint64_t cumulative = 0;
-    for (size_t b = 0; b <= kBucketSeconds.size(); ++b) {
-      cumulative += load(m.buckets[b]);
-      const std::string le =
-          b < kBucketSeconds.size() ? absl::StrFormat("%g", kBucketSeconds[b]) : "+Inf";
-      absl::StrAppend(&out, "myops_request_duration_seconds_bucket{rpc=\"", kRpcNames[r],
-                      "\",le=\"", le, "\"} ", cumulative, "\n");
-    }
-    absl::StrAppend(&out, "myops_request_duration_seconds_sum{rpc=\"", kRpcNames[r], "\"} ",
-                    Seconds(load(m.duration_ns)), "\n");
-    absl::StrAppend(&out, "myops_request_duration_seconds_count{rpc=\"", kRpcNames[r], "\"} ",
-                    cumulative, "\n");
+  if (!read) {
+    return absl::InvalidArgumentError(absl::StrCat("gauge \"", name, "\" has no read function"));
   }
-
-  Header(&out, "myops_stage_seconds_total", "counter",
-         "Summed server time of successful requests per stage of the timing breakdown.");
-  for (int r = 0; r < 2; ++r) {
-    for (int s = 0; s < kStages; ++s) {
-      absl::StrAppend(&out, "myops_stage_seconds_total{rpc=\"", kRpcNames[r], "\",stage=\"",
-                      kStageNames[s], "\"} ", Seconds(load(rpcs_[r].stage_ns[s])), "\n");
-    }
+  const auto exists = [&name] { return absl::StrCat("metric \"", name, "\" already exists"); };
+  for (const auto& family : registry_->Collect()) {  // Fixed at construction.
+    if (family.name == name) return absl::AlreadyExistsError(exists());
   }
-
-  Header(&out, "myops_tensor_bytes_total", "counter",
-         "Input tensor bytes of successful requests (the output is the same size).");
-  for (int r = 0; r < 2; ++r) {
-    absl::StrAppend(&out, "myops_tensor_bytes_total{rpc=\"", kRpcNames[r], "\"} ",
-                    load(rpcs_[r].tensor_bytes), "\n");
+  std::string message = exists();
+  if (!gauges_->Add({std::move(name), std::move(help), std::move(read)})) {
+    return absl::AlreadyExistsError(message);
   }
+  return absl::OkStatus();
+}
 
-  Header(&out, "myops_inflight_requests", "gauge",
-         "Requests admitted and not yet finished (limit: --max-inflight).");
-  absl::StrAppend(&out, "myops_inflight_requests ", inflight, "\n");
-  return out;
+std::string Metrics::Render() const {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& collectable : Collectables()) {
+    for (auto& family : collectable->Collect()) families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+std::vector<std::shared_ptr<prometheus::Collectable>> Metrics::Collectables() const {
+  return {registry_, gauges_};
 }
 
 }  // namespace myops::server

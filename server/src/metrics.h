@@ -1,32 +1,69 @@
-// Request metrics of myops-server, rendered in the Prometheus text format (0.0.4):
+// Request metrics of myops-server, kept in prometheus-cpp counters and histograms:
 // requests by RPC and status code, the server-side latency of successful requests as a
-// histogram, the sums of the timing breakdown's stages, tensor bytes, and requests in
-// flight. Served over HTTP by MetricsHttpServer (metrics_http.h) when enabled.
+// histogram, the sums of the timing breakdown's stages, tensor bytes; plus gauges that
+// other parts of the server read at scrape time (AddGauge). Served over HTTP by
+// MetricsEndpoint (metrics_endpoint.h) when enabled.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "myops/v1/myops.pb.h"
 
+namespace prometheus {
+class Collectable;
+class Counter;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
 namespace myops::server {
 
-// Thread-safe: Record is lock-free (relaxed atomics) and may run on any thread; Render
-// reads each value atomically (no snapshot across values, as Prometheus clients do).
+class GaugeCollectable;  // metrics.cc
+
+// Thread-safe. Record may run on any thread: it adds to prometheus-cpp counters (atomic)
+// and observes a histogram (a short per-RPC mutex inside prometheus-cpp); every series
+// is looked up once, at construction, except a status code's counter, which is created
+// the first time that code is recorded (codes never seen are not exposed). AddGauge and
+// Render may run on any thread at any time. Scrapes (Render, the endpoint) read each
+// value atomically, with no snapshot across values, as Prometheus clients do.
 class Metrics {
  public:
   enum class Rpc { kScaleShift = 0, kScaleShiftStream = 1 };
+
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
 
   // One finished request. `timing` and `tensor_bytes` (the input tensor's size) count
   // only when `status` is OK.
   void Record(Rpc rpc, const absl::Status& status, const myops::v1::Timing& timing,
               uint64_t tensor_bytes);
 
-  // The exposition text; `inflight` is the service's current in-flight count.
-  std::string Render(int64_t inflight) const;
+  // Adds a gauge without labels whose value is `read()` at each scrape, e.g.
+  // AddGauge("myops_memory_held_bytes", "Bytes held for requests.", [&budget] { ... }).
+  // `read` runs on the endpoint's scrape threads, possibly several at once, for as long
+  // as this Metrics lives (or until the endpoint stops, whichever is first): it must be
+  // thread-safe, must not block for long, and must not call AddGauge. InvalidArgument
+  // when `name` is not a valid Prometheus metric name or `read` is empty; AlreadyExists
+  // when a series of this Metrics already has that name.
+  absl::Status AddGauge(std::string name, std::string help, std::function<double()> read);
+
+  // The exposition text (Prometheus text format 0.0.4) of every series above: what the
+  // endpoint serves, less the endpoint's own exposer_* series.
+  std::string Render() const;
+
+  // What the endpoint registers with its prometheus::Exposer (which keeps weak pointers).
+  std::vector<std::shared_ptr<prometheus::Collectable>> Collectables() const;
 
   // Upper bounds of the latency histogram's buckets, in seconds (then +Inf).
   static constexpr std::array<double, 16> kBucketSeconds = {
@@ -38,13 +75,17 @@ class Metrics {
   static constexpr int kStages = 4;  // decode, queue, compute, encode
 
   struct PerRpc {
-    std::array<std::atomic<uint64_t>, kCodes> requests{};
-    std::array<std::atomic<uint64_t>, kBucketSeconds.size() + 1> buckets{};  // Not cumulative.
-    std::atomic<uint64_t> duration_ns{0};
-    std::array<std::atomic<uint64_t>, kStages> stage_ns{};
-    std::atomic<uint64_t> tensor_bytes{0};
+    // Children of requests_; null until the code is first recorded (OK: set at start).
+    std::array<std::atomic<prometheus::Counter*>, kCodes> requests{};
+    prometheus::Histogram* duration = nullptr;
+    std::array<prometheus::Counter*, kStages> stage_seconds{};
+    prometheus::Counter* tensor_bytes = nullptr;
   };
+
+  std::shared_ptr<prometheus::Registry> registry_;  // Owns every family and child below.
+  prometheus::Family<prometheus::Counter>* requests_ = nullptr;
   std::array<PerRpc, 2> rpcs_;
+  std::shared_ptr<GaugeCollectable> gauges_;
 };
 
 }  // namespace myops::server

@@ -101,15 +101,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
   }
   if (!options.metrics_address.empty()) {
-    MyopsService* service = s->service_.get();
-    auto http = MetricsHttpServer::Start(options.metrics_address, [service] {
-      return service->metrics().Render(service->inflight());
-    });
-    if (!http.ok()) {
+    auto metrics = MetricsEndpoint::Start(options.metrics_address, s->service_->metrics());
+    if (!metrics.ok()) {
       s->Shutdown(std::chrono::milliseconds(0));
-      return http.status();
+      return metrics.status();
     }
-    s->metrics_http_ = std::move(*http);
+    s->metrics_ = std::move(*metrics);
   }
   for (grpc::Server* server : {s->server_.get(), s->health_server_.get()}) {
     if (server == nullptr) continue;
@@ -139,9 +136,8 @@ std::string Server::Describe() const {
       " max_inflight_bytes=", service_->budget().limit(), " max_streams=", limits.max_streams,
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
-      metrics_http_
-          ? " | metrics on " + bound(options_.metrics_address, metrics_http_->port()) + "/metrics"
-          : "");
+      metrics_ ? " | metrics on " + bound(options_.metrics_address, metrics_->port()) + "/metrics"
+               : "");
 }
 
 void Server::BeginDrain() {
@@ -159,7 +155,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   }
   if (executor_) executor_->Shutdown();
   if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now());
-  metrics_http_.reset();
+  metrics_.reset();
 }
 
 }  // namespace myops::server

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor.h"
-#include "metrics_http.h"
+#include "metrics_endpoint.h"
 #include "service.h"
 
 namespace grpc {
@@ -48,8 +48,8 @@ class Server {
   ~Server();
 
   int port() const { return port_; }
-  int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }  // 0: off
-  int health_port() const { return health_port_; }                                // 0: off
+  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }  // 0: off
+  int health_port() const { return health_port_; }                      // 0: off
   // The service, for its metrics and memory budget (thread-safe reads).
   const MyopsService& service() const { return *service_; }
   // One line: address, devices, versions, limits, workers.
@@ -72,8 +72,8 @@ class Server {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<MyopsService> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<MetricsHttpServer> metrics_http_;  // Serves until Shutdown ends.
-  std::unique_ptr<grpc::Server> health_server_;      // Only grpc.health.v1, plaintext.
+  std::unique_ptr<MetricsEndpoint> metrics_;     // Reads service_; serves until Shutdown ends.
+  std::unique_ptr<grpc::Server> health_server_;  // Only grpc.health.v1, plaintext.
   int health_port_ = 0;
   int port_ = 0;
   bool stopped_ = false;

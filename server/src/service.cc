@@ -189,7 +189,14 @@ MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
       inflight_(limits.max_inflight),
       budget_(limits.max_inflight_bytes > 0 ? limits.max_inflight_bytes
                                             : DefaultMemoryBudgetBytes()),
-      streams_(limits.max_streams) {}
+      streams_(limits.max_streams) {
+  // Cannot fail: a valid name, new to this Metrics.
+  metrics_
+      .AddGauge("myops_inflight_requests",
+                "Requests admitted and not yet finished (limit: --max-inflight).",
+                [this] { return static_cast<double>(inflight_.current()); })
+      .IgnoreError();
+}
 
 void MyopsService::Process(RequestState* state, Clock::time_point received,
                            std::chrono::system_clock::time_point deadline,

@@ -98,8 +98,9 @@ class MyopsService final
                std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
                Done done);
 
-  // Request metrics (thread-safe), the requests in flight now and the memory budget, for
-  // the metrics endpoint.
+  // Request metrics (thread-safe), with the gauge myops_inflight_requests (inflight()),
+  // the requests in flight now and the memory budget. Whatever serves the metrics must
+  // stop before this service is destroyed.
   Metrics& metrics() { return metrics_; }
   int64_t inflight() const { return inflight_.current(); }
   const MemoryBudget& budget() const { return budget_; }
