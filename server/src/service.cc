@@ -196,6 +196,19 @@ MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
                 "Requests admitted and not yet finished (limit: --max-inflight).",
                 [this] { return static_cast<double>(inflight_.current()); })
       .IgnoreError();
+  metrics_
+      .AddGauge("myops_memory_held_bytes",
+                "Bytes held for requests now: inputs, outputs, unsent stream responses.",
+                [this] { return static_cast<double>(budget_.held()); })
+      .IgnoreError();
+  metrics_
+      .AddGauge("myops_memory_budget_bytes", "The memory budget (--max-inflight-bytes).",
+                [this] { return static_cast<double>(budget_.limit()); })
+      .IgnoreError();
+  metrics_
+      .AddGauge("myops_open_streams", "ScaleShiftStream RPCs open now (limit: --max-streams).",
+                [this] { return static_cast<double>(streams_.current()); })
+      .IgnoreError();
 }
 
 void MyopsService::Process(RequestState* state, Clock::time_point received,

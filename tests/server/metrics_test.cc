@@ -276,6 +276,10 @@ TEST(MetricsServerTest, ServerCountsItsRequests) {
   EXPECT_TRUE(Contains(text, "# TYPE myops_inflight_requests gauge\n")) << text;
   EXPECT_EQ(samples.count("myops_inflight_requests"), 1u) << text;
   EXPECT_EQ(samples["myops_inflight_requests"], 0);
+  EXPECT_EQ(samples["myops_memory_budget_bytes"],
+            static_cast<double>(t.server->service().budget().limit()));
+  EXPECT_EQ(samples.count("myops_memory_held_bytes"), 1u) << text;
+  EXPECT_EQ(samples.count("myops_open_streams"), 1u) << text;
 }
 
 }  // namespace
