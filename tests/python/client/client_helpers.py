@@ -57,6 +57,10 @@ class Server:
         pytest.fail("myops-server did not start:\n" +
                     pathlib.Path(self._log.name).read_text())
 
+    def log_text(self) -> str:
+        """What the server has printed so far (its startup line first)."""
+        return pathlib.Path(self._log.name).read_text()
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)

@@ -5,7 +5,10 @@ that nothing on the client side checks them first."""
 from __future__ import annotations
 
 import os
+import re
 import struct
+import time
+import urllib.request
 
 import grpc
 
@@ -84,3 +87,23 @@ def rss_bytes(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS")
+
+
+def metrics_port(log_text: str) -> int:
+    """The metrics port from a server's startup line ("metrics on HOST:PORT/metrics")."""
+    return int(re.search(r"metrics on [\d.]+:(\d+)/metrics", log_text).group(1))
+
+
+def gauge(port: int, name: str) -> float:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return float(re.search(rf"^{name} (\S+)$", text, re.M).group(1))
+
+
+def settles_to_zero(port: int, name: str, timeout: float = 30.0) -> bool:
+    """Whether gauge `name` reads 0 within `timeout` seconds (polled)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if gauge(port, name) == 0:
+            return True
+        time.sleep(0.05)
+    return False

@@ -12,8 +12,8 @@ import grpc
 import pytest
 
 from client_helpers import Server
-from hostile_wire import (call_status, channel, field, float32_request, request, rss_bytes,
-                          stream, tensor, unary, varint, INFO)
+from hostile_wire import (INFO, call_status, channel, field, float32_request, metrics_port,
+                          request, rss_bytes, settles_to_zero, stream, tensor, unary)
 
 MiB = 1 << 20
 HEAD_CAP = "fields other than the tensor data take more than 65536 bytes"
@@ -129,7 +129,7 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
     while a well-behaved client keeps calling: its requests succeed or get
     RESOURCE_EXHAUSTED, and the server's RSS stays below budget + 150 MiB."""
     server = Server("--max-inflight-bytes", str(BUDGET), "--max-message-bytes", str(64 * MiB),
-                    "--cpu-workers", "2")
+                    "--cpu-workers", "2", "--metrics-address", "127.0.0.1:0")
     try:
         healthy(server.address)
         baseline = rss_bytes(server.process.pid)
@@ -199,5 +199,9 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
         assert growth < BUDGET + 150 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
         assert server.process.poll() is None
         healthy(server.address)
+        # Nothing stays held once the clients are gone.
+        port = metrics_port(server.log_text())
+        for name in ("myops_memory_held_bytes", "myops_open_streams", "myops_inflight_requests"):
+            assert settles_to_zero(port, name), name
     finally:
         server.stop()
