@@ -3,12 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "codec.h"
+#include "echo_test_server.h"
 #include "grpc_status.h"
 #include "health.h"
+#include "myops/client/client.h"
 #include "myops/wire/tensor_wire.h"
 #include "retry.h"
 #include "send_buffers.h"
@@ -205,6 +209,60 @@ TEST(ClientCodecTest, RequestBytesAreTheGeneratedEncoding) {
     EXPECT_EQ(request.beta(), -0.5);
     EXPECT_EQ(request.device(), "cuda:1");
   }
+}
+
+TEST(ClientCodecTest, EncodedRequestSizeIsWhatTheEncodersWrite) {
+  auto pool = SendBufferPool::Create(size_t{1} << 30);
+  const std::string data(size_t{1} << 20, '\x5a');
+  const std::vector<std::vector<int64_t>> shapes = {{}, {0}, {3}, {2, 1000}, {1 << 18}};
+  for (const std::vector<int64_t>& shape : shapes) {
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    const TensorView input{DType::kFloat32, shape, data.data(), static_cast<size_t>(numel) * 4};
+    for (const std::string& device : {std::string(), std::string("cuda:1")}) {
+      for (const double scalar : {0.0, -0.5}) {
+        SCOPED_TRACE(ShapeToString(shape) + " device \"" + device + "\" scalars " +
+                     std::to_string(scalar));
+        EXPECT_EQ(EncodedRequestSize(input, scalar, scalar, device, 0),
+                  EncodeRequestBytes(input, scalar, scalar, device, *pool).Length());
+        // The stream's encoder (protobuf) omits empty data: at most the size, else equal.
+        myops::v1::ScaleShiftRequest request;
+        EncodeRequest(input, scalar, scalar, device, 12345, &request);
+        const uint64_t size = EncodedRequestSize(input, scalar, scalar, device, 12345);
+        if (numel == 0) {
+          EXPECT_LE(request.ByteSizeLong(), size);
+        } else {
+          EXPECT_EQ(request.ByteSizeLong(), size);
+        }
+        EXPECT_LE(size, EncodedRequestSize(input, scalar, scalar, device,
+                                           std::numeric_limits<uint64_t>::max()));
+      }
+    }
+  }
+}
+
+// The echo server's response carries the request's tensor plus a timing, a few bytes more
+// than a request with alpha = beta = 0 (not encoded): a request at the limit must still
+// get its response, so the receive limit has slack over max_message_bytes.
+TEST(ClientLimitsTest, ResponseSlightlyOverMaxMessageBytesIsReceived) {
+  myops::testing::EchoTestServer server;
+  ASSERT_TRUE(server.ok());
+  ClientOptions options;
+  options.target = server.target();
+  options.max_message_bytes = 1 << 16;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<float> data((1 << 16) / 4);
+  auto view = [&](int64_t n) {
+    return TensorView{DType::kFloat32, {n}, data.data(), static_cast<size_t>(n) * 4};
+  };
+  int64_t n = static_cast<int64_t>(data.size());
+  while (EncodedRequestSize(view(n), 0.0, 0.0, "", 0) > (1u << 16)) --n;  // The largest fit.
+  absl::StatusOr<ScaleShiftResult> result = (*client)->ScaleShift(view(n), 0.0, 0.0);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->output.size_bytes(), static_cast<size_t>(n) * 4);
+  EXPECT_EQ((*client)->ScaleShift(view(n + 1), 0.0, 0.0).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ClientCodecTest, ResponseBytesDecodeFromAnySlicing) {

@@ -149,5 +149,30 @@ TEST_F(ClientStreamTest, SessionDeadlineEndsTheStream) {
   EXPECT_EQ((*stream)->Close().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// A server that reads nothing holds the client's writes in flow control, as the myops
+// server does while its responses are not received: Send blocks until the session's
+// deadline and then says why, instead of an unexplained failure.
+TEST(ClientStreamFlowControlTest, SendHeldUntilTheDeadlineSaysWhy) {
+  testing::StallingTestServer server;
+  ASSERT_TRUE(server.ok());
+  ClientOptions options;
+  options.target = server.target();
+  options.default_deadline = std::chrono::seconds(1);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::unique_ptr<StreamSession>> stream = (*client)->OpenStream();
+  ASSERT_TRUE(stream.ok());
+  Tensor x = NumberedTensor(0, 64 << 10);  // 256 KiB per request.
+  absl::Status failure;
+  for (int i = 0; i < 1024 && failure.ok(); ++i) {  // At most 256 MiB: far past any window.
+    failure = (*stream)->Send(x.view(), 2.0, 1.0).status();
+  }
+  EXPECT_EQ(failure.code(), absl::StatusCode::kDeadlineExceeded) << failure;
+  EXPECT_THAT(failure.message(), HasSubstr("was not sent before the stream's deadline"));
+  EXPECT_THAT(failure.message(), HasSubstr("responses were not received"));
+  EXPECT_THAT(failure.message(), HasSubstr("call Receive() (on another thread) while sending"));
+  EXPECT_EQ((*stream)->Close().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
 }  // namespace
 }  // namespace myops::client

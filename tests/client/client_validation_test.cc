@@ -106,6 +106,26 @@ TEST_F(ClientValidationTest, InputAboveMaxMessageBytesIsRejected) {
               HasSubstr("input: 2048 bytes exceed the client's max_message_bytes (1024)"));
 }
 
+// The limit applies to the encoded request: 1024 bytes of data need a few more bytes of
+// framing, dtype, shape and scalars, so gRPC would refuse to send them.
+TEST_F(ClientValidationTest, EncodedRequestAboveMaxMessageBytesIsRejected) {
+  std::vector<float> data(256);  // Exactly 1024 bytes of data.
+  const TensorView x{DType::kFloat32, {256}, data.data(), 1024};
+  absl::StatusOr<ScaleShiftResult> result = client_->ScaleShift(x, 2.0, 1.0);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(result.status().message(),
+              HasSubstr("bytes of encoded request (1024 bytes of tensor data plus its dtype, "
+                        "shape and the call's other fields) exceed the client's "
+                        "max_message_bytes (1024)"));
+  absl::StatusOr<std::unique_ptr<StreamSession>> stream = client_->OpenStream();
+  ASSERT_TRUE(stream.ok());
+  EXPECT_EQ((*stream)->Send(x, 2.0, 1.0).status().code(), absl::StatusCode::kInvalidArgument);
+  // Well under the limit: sent (and refused by the network).
+  EXPECT_EQ(
+      client_->ScaleShift({DType::kFloat32, {240}, data.data(), 960}, 2.0, 1.0).status().code(),
+      absl::StatusCode::kUnavailable);
+}
+
 TEST_F(ClientValidationTest, ValidInputReachesTheNetwork) {
   float data[2] = {1, 2};
   EXPECT_EQ(client_->ScaleShift({DType::kFloat32, {2}, data, 8}, 2.0, 1.0).status().code(),
@@ -120,17 +140,30 @@ TEST(ClientOptionsTest, CreateRejectsBadOptions) {
   const OptionsCase cases[] = {
       {[](ClientOptions& o) { o.target.clear(); }, "ClientOptions.target is empty"},
       {[](ClientOptions& o) { o.default_deadline = std::chrono::milliseconds(0); },
-       "ClientOptions.default_deadline is 0 ms; expected > 0"},
+       "ClientOptions.default_deadline is 0 ms; expected in [1, 1000000000000] ms"},
+      {[](ClientOptions& o) { o.default_deadline = std::chrono::milliseconds::max(); },
+       "ClientOptions.default_deadline is 9223372036854775807 ms; expected in [1, "
+       "1000000000000] ms"},
       {[](ClientOptions& o) { o.max_message_bytes = -1; },
        "ClientOptions.max_message_bytes is -1; expected > 0"},
       {[](ClientOptions& o) { o.max_pooled_send_bytes = -1; },
        "ClientOptions.max_pooled_send_bytes is -1; expected >= 0"},
       {[](ClientOptions& o) { o.retry.max_attempts = 0; },
-       "ClientOptions.retry.max_attempts is 0; expected >= 1"},
+       "ClientOptions.retry.max_attempts is 0; expected in [1, 1000]"},
+      {[](ClientOptions& o) { o.retry.max_attempts = std::numeric_limits<int>::max(); },
+       "ClientOptions.retry.max_attempts is 2147483647; expected in [1, 1000]"},
+      {[](ClientOptions& o) { o.retry.max_backoff = std::chrono::milliseconds::max(); },
+       "expected 0 <= initial <= max <= 1000000000000 ms"},
+      {[](ClientOptions& o) { o.retry.multiplier = std::numeric_limits<double>::infinity(); },
+       "ClientOptions.retry.multiplier is inf; expected finite and >= 1"},
+      {[](ClientOptions& o) { o.auth_token = "two words"; },
+       "ClientOptions.auth_token has a character that is not visible ASCII (32)"},
+      {[](ClientOptions& o) { o.auth_token = "token\n"; },
+       "ClientOptions.auth_token has a character that is not visible ASCII (10)"},
       {[](ClientOptions& o) { o.retry.max_backoff = std::chrono::milliseconds(1); },
        "expected 0 <= initial <= max"},
       {[](ClientOptions& o) { o.retry.multiplier = 0.5; },
-       "ClientOptions.retry.multiplier is 0.5; expected >= 1"},
+       "ClientOptions.retry.multiplier is 0.5; expected finite and >= 1"},
       {[](ClientOptions& o) { o.tls.client_cert_pem = "cert"; },
        "only one of client_cert_pem and client_key_pem"},
       {[](ClientOptions& o) {

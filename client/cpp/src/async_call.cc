@@ -36,6 +36,7 @@ class AsyncScaleShiftCall {
     ++attempts_;
     context_ = std::make_unique<grpc::ClientContext>();
     context_->set_deadline(deadline_);
+    core_->Authorize(context_.get());
     response_.Clear();
     // Nothing of `this` is touched after this line: the callback may already have run.
     grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(

@@ -33,6 +33,7 @@ absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& 
   return internal::ToAbslStatus(internal::CallWithRetries(
       core.options.retry, internal::CallDeadline(core.options, options),
       [&](grpc::ClientContext* context) {
+        core.Authorize(context);
         response->Clear();
         return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
             core.channel.get(), *core.scale_shift, context, request, response);
@@ -75,7 +76,8 @@ const ClientOptions& Client::options() const { return core_->options; }
 
 absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double alpha, double beta,
                                                     const CallOptions& options) {
-  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
+                                                      core_->options.max_message_bytes);
       !status.ok()) {
     return status;
   }
@@ -90,7 +92,8 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
 absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
                                               const MutableTensorView& out,
                                               const CallOptions& options) {
-  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
+                                                      core_->options.max_message_bytes);
       !status.ok()) {
     return status;
   }
@@ -105,7 +108,8 @@ absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha,
 
 void Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
                              ScaleShiftCallback done, const CallOptions& options) {
-  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
+                                                      core_->options.max_message_bytes);
       !status.ok()) {
     done(std::move(status));
     return;
@@ -123,6 +127,7 @@ absl::StatusOr<ServerInfo> Client::GetServerInfo(const CallOptions& options) {
   grpc::Status status = internal::CallWithRetries(
       core_->options.retry, internal::CallDeadline(core_->options, options),
       [&](grpc::ClientContext* context) {
+        core_->Authorize(context);
         response.Clear();
         return core_->stub->ServerInfo(context, v1::ServerInfoRequest(), &response);
       });
@@ -136,6 +141,7 @@ absl::StatusOr<bool> Client::Health(const std::string& service, const CallOption
   grpc::Status status = internal::CallWithRetries(
       core_->options.retry, internal::CallDeadline(core_->options, options),
       [&](grpc::ClientContext* context) {
+        core_->Authorize(context);
         response.Clear();
         return internal::CallHealthCheck(*core_->generic_stub, context, request, &response);
       });

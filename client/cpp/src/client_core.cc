@@ -1,6 +1,10 @@
 // Options validation and channel construction (see client_core.h).
 #include "client_core.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include <grpc/grpc.h>
@@ -17,8 +21,9 @@ absl::Status ValidateClientOptions(const ClientOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("ClientOptions.", parts...));
   };
   if (options.target.empty()) return invalid("target is empty; expected e.g. \"host:50051\"");
-  if (options.default_deadline.count() <= 0) {
-    return invalid("default_deadline is ", options.default_deadline.count(), " ms; expected > 0");
+  if (options.default_deadline.count() <= 0 || options.default_deadline > kMaxDeadline) {
+    return invalid("default_deadline is ", options.default_deadline.count(),
+                   " ms; expected in [1, ", kMaxDeadline.count(), "] ms");
   }
   if (options.max_message_bytes <= 0) {
     return invalid("max_message_bytes is ", options.max_message_bytes, "; expected > 0");
@@ -27,15 +32,25 @@ absl::Status ValidateClientOptions(const ClientOptions& options) {
     return invalid("max_pooled_send_bytes is ", options.max_pooled_send_bytes, "; expected >= 0");
   }
   const RetryPolicy& retry = options.retry;
-  if (retry.max_attempts < 1) {
-    return invalid("retry.max_attempts is ", retry.max_attempts, "; expected >= 1");
+  if (retry.max_attempts < 1 || retry.max_attempts > kMaxAttempts) {
+    return invalid("retry.max_attempts is ", retry.max_attempts, "; expected in [1, ", kMaxAttempts,
+                   "]");
   }
-  if (retry.initial_backoff.count() < 0 || retry.max_backoff < retry.initial_backoff) {
+  if (retry.initial_backoff.count() < 0 || retry.max_backoff < retry.initial_backoff ||
+      retry.max_backoff > kMaxDeadline) {
     return invalid("retry backoffs are initial ", retry.initial_backoff.count(), " ms, max ",
-                   retry.max_backoff.count(), " ms; expected 0 <= initial <= max");
+                   retry.max_backoff.count(),
+                   " ms; expected 0 <= initial <= max <= ", kMaxDeadline.count(), " ms");
   }
-  if (!(retry.multiplier >= 1.0)) {
-    return invalid("retry.multiplier is ", retry.multiplier, "; expected >= 1");
+  if (!(retry.multiplier >= 1.0) || !std::isfinite(retry.multiplier)) {
+    return invalid("retry.multiplier is ", retry.multiplier, "; expected finite and >= 1");
+  }
+  for (const char c : options.auth_token) {
+    if (c < 0x21 || c > 0x7e) {  // Never echo the token itself.
+      return invalid("auth_token has a character that is not visible ASCII (",
+                     static_cast<int>(static_cast<unsigned char>(c)),
+                     "); expected characters 0x21..0x7e");
+    }
   }
   const TlsOptions& tls = options.tls;
   if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
@@ -73,7 +88,9 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
     args.SetMaxSendMessageSize(options.max_message_bytes);
   }
   if (options.int_channel_args.count(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH) == 0) {
-    args.SetMaxReceiveMessageSize(options.max_message_bytes);
+    args.SetMaxReceiveMessageSize(static_cast<int>(
+        std::min<int64_t>(int64_t{options.max_message_bytes} + kResponseOverheadBytes,
+                          std::numeric_limits<int>::max())));
   }
 
   auto core = std::make_shared<ClientCore>();
@@ -87,8 +104,15 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
       kScaleShiftMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
   core->generic_stub = std::make_unique<grpc::GenericStub>(core->channel);
   core->send_buffers = SendBufferPool::Create(static_cast<size_t>(options.max_pooled_send_bytes));
+  if (!options.auth_token.empty()) {
+    core->authorization = "Bearer " + options.auth_token;
+  }
   core->options = std::move(options);
   return core;
+}
+
+void ClientCore::Authorize(grpc::ClientContext* context) const {
+  if (!authorization.empty()) context->AddMetadata("authorization", authorization);
 }
 
 }  // namespace myops::client::internal

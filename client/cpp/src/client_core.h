@@ -5,6 +5,9 @@
 #define MYOPS_CLIENT_SRC_CLIENT_CORE_H_
 
 #include <memory>
+#include <string>
+
+#include <grpcpp/client_context.h>
 
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -29,6 +32,11 @@ struct ClientCore {
   std::unique_ptr<const grpc::internal::RpcMethod> scale_shift;  // Registered on `channel`.
   std::unique_ptr<grpc::GenericStub> generic_stub;  // Raw unary ScaleShift, grpc.health.v1.
   std::shared_ptr<SendBufferPool> send_buffers;     // Thread-safe.
+  std::string authorization;  // "Bearer <token>", or empty without options.auth_token.
+
+  // Adds the call metadata every call carries (the bearer token, if any) to a new
+  // context. Per call, because gRPC's call credentials refuse insecure channels.
+  void Authorize(grpc::ClientContext* context) const;
 };
 
 // InvalidArgumentError naming the first bad field of `options`.

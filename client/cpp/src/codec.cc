@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include "absl/strings/str_cat.h"
 #include "grpc_status.h"
 #include "myops/wire/tensor_wire.h"
@@ -58,12 +60,40 @@ absl::StatusOr<TensorView> ParsedOutputView(const ParsedResponse& response,
 
 }  // namespace
 
-absl::Status ValidateInput(const TensorView& input, int max_message_bytes) {
+uint64_t EncodedRequestSize(const TensorView& input, double alpha, double beta,
+                            const std::string& device, uint64_t request_id) {
+  using google::protobuf::io::CodedOutputStream;
+  v1::Tensor head;
+  head.set_dtype(static_cast<v1::DType>(input.dtype));
+  head.mutable_shape()->Assign(input.shape.begin(), input.shape.end());
+  v1::ScaleShiftRequest rest;
+  rest.set_alpha(alpha);
+  rest.set_beta(beta);
+  rest.set_device(device);
+  rest.set_request_id(request_id);
+  const uint64_t n = input.size_bytes;
+  // The data field's one-byte key, its length and its bytes (written even when empty by
+  // the unary encoder), inside the input field's key and length.
+  const uint64_t tensor = head.ByteSizeLong() + 1 + CodedOutputStream::VarintSize64(n) + n;
+  return rest.ByteSizeLong() + 1 + CodedOutputStream::VarintSize64(tensor) + tensor;
+}
+
+absl::Status ValidateRequest(const TensorView& input, double alpha, double beta,
+                             const std::string& device, uint64_t request_id,
+                             int max_message_bytes) {
   if (absl::Status status = ValidateTensorView(input, "input"); !status.ok()) return status;
-  if (input.size_bytes > static_cast<size_t>(max_message_bytes)) {
+  const auto over = [&](auto&&... what) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "input: ", input.size_bytes, " bytes exceed the client's max_message_bytes (",
-        max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
+        "input: ", what..., " exceed the client's max_message_bytes (", max_message_bytes,
+        "); expected at most that (ClientOptions::max_message_bytes)"));
+  };
+  if (input.size_bytes > static_cast<size_t>(max_message_bytes)) {
+    return over(input.size_bytes, " bytes");
+  }
+  const uint64_t size = EncodedRequestSize(input, alpha, beta, device, request_id);
+  if (size > static_cast<uint64_t>(max_message_bytes)) {
+    return over(size, " bytes of encoded request (", input.size_bytes,
+                " bytes of tensor data plus its dtype, shape and the call's other fields)");
   }
   return absl::OkStatus();
 }

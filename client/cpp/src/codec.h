@@ -19,12 +19,19 @@
 
 namespace myops::client::internal {
 
-// ValidateTensorView(input, "input") plus the client's message size limit:
-// InvalidArgumentError when the input cannot make a request this client may send.
-absl::Status ValidateInput(const TensorView& input, int max_message_bytes);
+// The size of the request for `input` and these fields as encoded on the wire (the
+// tensor's dtype, shape and data with their framing, then the other fields).
+uint64_t EncodedRequestSize(const TensorView& input, double alpha, double beta,
+                            const std::string& device, uint64_t request_id);
+
+// ValidateTensorView(input, "input") plus the client's message size limit on the encoded
+// request (EncodedRequestSize): InvalidArgumentError when the input cannot make a request
+// this client may send.
+absl::Status ValidateRequest(const TensorView& input, double alpha, double beta,
+                             const std::string& device, uint64_t request_id, int max_message_bytes);
 
 // The unary request's wire bytes. The input's bytes are copied once, into a buffer of
-// `pool` that gRPC sends as is. `input` must have passed ValidateInput.
+// `pool` that gRPC sends as is. `input` must have passed ValidateRequest.
 grpc::ByteBuffer EncodeRequestBytes(const TensorView& input, double alpha, double beta,
                                     const std::string& device, SendBufferPool& pool);
 
@@ -40,7 +47,7 @@ absl::StatusOr<Timing> DecodeResponseBytesInto(const grpc::ByteBuffer& response,
                                                const MutableTensorView& out);
 
 // Stream requests: fills `request` (reusing its buffers) with a copy of the input's
-// bytes. `input` must have passed ValidateInput.
+// bytes. `input` must have passed ValidateRequest.
 void EncodeRequest(const TensorView& input, double alpha, double beta, const std::string& device,
                    uint64_t request_id, myops::v1::ScaleShiftRequest* request);
 

@@ -9,7 +9,8 @@
 namespace myops::client::internal {
 
 Clock::time_point CallDeadline(const ClientOptions& client, const CallOptions& call) {
-  return Clock::now() + call.deadline.value_or(client.default_deadline);
+  // A per-call deadline is not validated: clamp it so the time point cannot overflow.
+  return Clock::now() + std::min(call.deadline.value_or(client.default_deadline), kMaxDeadline);
 }
 
 std::chrono::nanoseconds BaseBackoff(const RetryPolicy& policy, int attempts_made) {

@@ -17,7 +17,8 @@ namespace myops::client::internal {
 // gRPC deadlines are absolute system_clock time points.
 using Clock = std::chrono::system_clock;
 
-// Now + the call's deadline (CallOptions::deadline, else ClientOptions::default_deadline).
+// Now + the call's deadline (CallOptions::deadline, else ClientOptions::default_deadline),
+// the deadline at most kMaxDeadline.
 Clock::time_point CallDeadline(const ClientOptions& client, const CallOptions& call);
 
 // Backoff before attempt `attempts_made + 1`, before jitter:

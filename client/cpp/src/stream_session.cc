@@ -1,5 +1,7 @@
 // StreamSession: pipelined ScaleShift calls on one ScaleShiftStream RPC (see
 // myops/client/client.h and stream_session_impl.h).
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,8 +13,11 @@
 namespace myops::client {
 
 StreamSession::Impl::Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options)
-    : core_(std::move(core)), device_(options.device) {
-  context_.set_deadline(internal::CallDeadline(core_->options, options));
+    : core_(std::move(core)),
+      device_(options.device),
+      deadline_(internal::CallDeadline(core_->options, options)) {
+  context_.set_deadline(deadline_);
+  core_->Authorize(&context_);
   stream_ = core_->stub->ScaleShiftStream(&context_);
 }
 
@@ -27,7 +32,10 @@ StreamSession::Impl::~Impl() {
 }
 
 absl::StatusOr<uint64_t> StreamSession::Impl::Send(const TensorView& x, double alpha, double beta) {
-  if (absl::Status status = internal::ValidateInput(x, core_->options.max_message_bytes);
+  // The id is not known before the lock: its largest encoding stands in for it.
+  if (absl::Status status =
+          internal::ValidateRequest(x, alpha, beta, device_, std::numeric_limits<uint64_t>::max(),
+                                    core_->options.max_message_bytes);
       !status.ok()) {
     return status;
   }
@@ -48,12 +56,27 @@ absl::StatusOr<uint64_t> StreamSession::Impl::Send(const TensorView& x, double a
   }
   if (!written) {
     write_failed_ = true;
+    if (internal::Clock::now() >= deadline_) return BlockedUntilDeadline(id);
     return absl::FailedPreconditionError(
         absl::StrCat("stream ended before request ", id,
                      " was sent; Receive() or Close() gives its final "
                      "status"));
   }
   return id;
+}
+
+absl::Status StreamSession::Impl::BlockedUntilDeadline(uint64_t id) const {
+  const int64_t sent = static_cast<int64_t>(id) - 1;
+  const int64_t unreceived = sent - received_.load();
+  if (unreceived <= 0) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("request ", id, " was not sent before the stream's deadline"));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "request ", id, " was not sent before the stream's deadline: ", unreceived, " of the ", sent,
+      " responses were not received, and the server stops reading requests while its "
+      "responses are not read, so Send waited for flow control until the deadline; call "
+      "Receive() (on another thread) while sending"));
 }
 
 absl::Status StreamSession::Impl::CloseSend() {
@@ -69,7 +92,7 @@ absl::Status StreamSession::Impl::CloseSend() {
 bool StreamSession::Impl::ReadOne() {
   if (finished_) return false;
   if (stream_->Read(&response_)) {
-    ++received_;
+    received_.fetch_add(1);
     return true;
   }
   // The server has ended the stream (or it failed): no write may run during Finish.
@@ -83,7 +106,7 @@ bool StreamSession::Impl::ReadOne() {
 absl::Status StreamSession::Impl::EndedStatus() const {
   if (!final_status_.ok()) return final_status_;
   return absl::OutOfRangeError(
-      absl::StrCat("stream ended: all ", received_, " responses were received"));
+      absl::StrCat("stream ended: all ", received_.load(), " responses were received"));
 }
 
 absl::StatusOr<StreamResult> StreamSession::Impl::Receive() {

@@ -3,6 +3,8 @@
 #ifndef MYOPS_CLIENT_SRC_STREAM_SESSION_IMPL_H_
 #define MYOPS_CLIENT_SRC_STREAM_SESSION_IMPL_H_
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -40,11 +42,14 @@ class StreamSession::Impl {
   // Reads one response into response_; on the end of the stream, finishes the call.
   // Returns false when the stream has ended (final_status_ is then set).
   bool ReadOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) ABSL_LOCKS_EXCLUDED(write_mu_);
+  // What Send returns when its write was still held by flow control at the deadline.
+  absl::Status BlockedUntilDeadline(uint64_t id) const;
   // What Receive returns once the stream has ended.
   absl::Status EndedStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
 
   const std::shared_ptr<internal::ClientCore> core_;
   const std::string device_;
+  const std::chrono::system_clock::time_point deadline_;  // The session's.
   grpc::ClientContext context_;
   std::unique_ptr<Stream> stream_;  // Set in the constructor; thread-safe per the locks.
 
@@ -52,7 +57,8 @@ class StreamSession::Impl {
   myops::v1::ScaleShiftStreamResponse response_ ABSL_GUARDED_BY(read_mu_);
   bool finished_ ABSL_GUARDED_BY(read_mu_) = false;
   absl::Status final_status_ ABSL_GUARDED_BY(read_mu_);
-  int64_t received_ ABSL_GUARDED_BY(read_mu_) = 0;
+  // Written under read_mu_; read by Send too (to explain a write the deadline ended).
+  std::atomic<int64_t> received_{0};
   int64_t discarded_ ABSL_GUARDED_BY(read_mu_) = 0;
 
   std::mutex write_mu_ ABSL_ACQUIRED_AFTER(read_mu_);

@@ -104,9 +104,13 @@ class Client {
 // from any thread. Owns its gRPC call; destroying an open session cancels the call and
 // waits for it to end. The session keeps the Client's channel alive.
 //
-// Flow control: the transport buffers a limited amount of unreceived responses; sending
-// far more than that without receiving makes Send block until responses are received, so
-// for large pipelines receive on another thread.
+// Flow control: Send blocks while gRPC flow control holds its write. The server processes
+// a bounded number of a stream's requests at a time and stops reading requests while
+// their responses wait to be received, so sending more than a few dozen requests (or
+// more than the transport's window of bytes) without calling Receive blocks Send until
+// responses are received, or until the session's deadline: Send then returns
+// DeadlineExceededError saying how many responses were not received. Pipelines larger
+// than that must receive on another thread while sending.
 class StreamSession {
  public:
   class Impl;
@@ -117,8 +121,10 @@ class StreamSession {
 
   // Validates x (InvalidArgumentError; the stream goes on), copies it into a request and
   // writes it; returns the request's id (1, 2, 3, ... in send order). Blocks only while
-  // gRPC flow control holds the write. FailedPreconditionError after CloseSend/Close or
-  // once the stream has ended (Receive or Close then give the stream's final status).
+  // gRPC flow control holds the write (see "Flow control" above): DeadlineExceededError
+  // when the session's deadline passes meanwhile. FailedPreconditionError after
+  // CloseSend/Close or once the stream has ended otherwise (Receive or Close then give
+  // the stream's final status).
   absl::StatusOr<uint64_t> Send(const TensorView& x, double alpha, double beta);
 
   // Tells the server no more requests follow; responses still arrive. Idempotent.

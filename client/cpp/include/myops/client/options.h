@@ -11,17 +11,24 @@
 
 namespace myops::client {
 
+// Longest deadline or backoff the client accepts (about 31 years): time points this far
+// ahead still fit the clocks' 64-bit nanosecond counts.
+inline constexpr std::chrono::milliseconds kMaxDeadline{int64_t{1'000'000'000} * 1000};
+// Most attempts a RetryPolicy may ask for.
+inline constexpr int kMaxAttempts = 1000;
+
 // Retries of calls that fail with UNAVAILABLE (server not reachable, connection lost,
 // server shutting down). No other code is retried. Attempt n (n >= 2) waits a random
 // time in [0.5, 1.0] * min(initial_backoff * multiplier^(n-2), max_backoff) first; all
 // attempts of one call share that call's deadline. Unary calls (ScaleShift,
 // ScaleShiftInto, ScaleShiftAsync, ServerInfo, Health) are retried; streams are not.
 struct RetryPolicy {
-  // Attempts in total, including the first; 1 disables retries. Must be >= 1.
+  // Attempts in total, including the first; 1 disables retries. In [1, kMaxAttempts].
   int max_attempts = 3;
+  // 0 <= initial_backoff <= max_backoff <= kMaxDeadline.
   std::chrono::milliseconds initial_backoff{100};
   std::chrono::milliseconds max_backoff{2000};
-  // Growth of the backoff per attempt; must be >= 1.
+  // Growth of the backoff per attempt; finite and >= 1.
   double multiplier = 2.0;
 };
 
@@ -41,11 +48,14 @@ struct ClientOptions {
   // "unix:///tmp/myops.sock".
   std::string target = "localhost:50051";
   // Deadline of every call that does not set CallOptions::deadline. For a stream it
-  // bounds the whole session. Must be > 0.
+  // bounds the whole session. In (0, kMaxDeadline].
   std::chrono::milliseconds default_deadline{std::chrono::seconds(30)};
-  // Largest message sent or received, bytes (gRPC's default receive limit is 4 MiB).
-  // Must be > 0; at most 2 GiB - 1 (gRPC's limit). Inputs larger than this are rejected
-  // before sending.
+  // Largest request sent, bytes, as encoded (the tensor's data plus its dtype, shape and
+  // the call's other fields); a request over it is rejected before sending
+  // (InvalidArgumentError). Must be > 0; at most 2 GiB - 1 (gRPC's limit). The receive
+  // limit is max_message_bytes + kResponseOverheadBytes (at most 2 GiB - 1), so the
+  // response to the largest request, whose output is as large as its input and carries
+  // the timing too, fits. gRPC's default receive limit, 4 MiB, does not apply.
   int max_message_bytes = 1 << 30;
   RetryPolicy retry;
   // Request tensors are copied once into send buffers that gRPC owns until the bytes are
@@ -57,7 +67,15 @@ struct ClientOptions {
   std::map<std::string, int> int_channel_args;
   std::map<std::string, std::string> string_channel_args;
   TlsOptions tls;
+  // Bearer token sent as "authorization: Bearer <token>" metadata on every call (unary,
+  // async, streams, ServerInfo, Health), for a server started with --auth-token-file.
+  // Empty: none. Visible ASCII only (InvalidArgumentError otherwise). Never logged; send
+  // it over TLS, since a plaintext channel exposes it to anyone on the path.
+  std::string auth_token;
 };
+
+// Slack of the receive limit over ClientOptions::max_message_bytes (see there).
+inline constexpr int kResponseOverheadBytes = 4096;
 
 // Options of one call.
 struct CallOptions {
