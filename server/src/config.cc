@@ -85,6 +85,11 @@ ParseResult ParseCommandLine(int argc, char** argv) {
   env(app.add_option("--tls-client-ca", s.tls.client_ca_file,
                      "PEM CA that client certificates must chain to (mutual TLS)"),
       "MYOPS_TLS_CLIENT_CA");
+  env(app.add_option("--auth-token-file", s.auth_token_file,
+                     "File holding a bearer token (one line) that every myops.v1.Myops call "
+                     "must send as \"authorization: Bearer <token>\"; grpc.health.v1 and "
+                     "reflection stay open for probes"),
+      "MYOPS_AUTH_TOKEN_FILE");
   env(app.add_option("--reflection", s.reflection, "Serve gRPC server reflection"),
       "MYOPS_REFLECTION");
   env(app.add_option("--health-address", s.health_address,

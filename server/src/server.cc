@@ -55,10 +55,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                                       std::unique_ptr<Executor> executor) {
   auto credentials = Credentials(options.tls);
   if (!credentials.ok()) return credentials.status();
+  BearerAuth auth;
+  if (!options.auth_token_file.empty()) {
+    auto from_file = BearerAuth::FromFile(options.auth_token_file);
+    if (!from_file.ok()) return from_file.status();
+    auth = *std::move(from_file);
+  }
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->executor_ = std::move(executor);
-  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits);
+  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits, std::move(auth));
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -128,8 +134,9 @@ std::string Server::Describe() const {
   };
   return absl::StrCat(
       "myops-server ", MYOPS_VERSION_STRING, " listening on ", bound(options_.address, port_),
-      options_.tls.cert_file.empty() ? "" : " (TLS)", " | devices: ", executor_->devices().Names(),
-      " | torch ", info.torch_version,
+      options_.tls.cert_file.empty() ? "" : " (TLS)",
+      options_.auth_token_file.empty() ? "" : " (bearer token)",
+      " | devices: ", executor_->devices().Names(), " | torch ", info.torch_version,
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,

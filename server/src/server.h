@@ -34,6 +34,9 @@ struct ServerOptions {
   // A second listener, always plaintext, serving only grpc.health.v1 (with the main
   // server's statuses): for probes that cannot speak TLS when `tls` is on. "" disables.
   std::string health_address;
+  // When set, every myops.v1.Myops call must carry "authorization: Bearer <token>" with
+  // the token in this file (one line); grpc.health.v1 and reflection stay open.
+  std::string auth_token_file;
 };
 
 // Owns the executor, the service and the grpc::Server. port() and Describe() are

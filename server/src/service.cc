@@ -183,9 +183,10 @@ const void* RequestState::ContiguousInput() {
   return out;
 }
 
-MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits)
+MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth)
     : executor_(executor),
       limits_(limits),
+      auth_(std::move(auth)),
       inflight_(limits.max_inflight),
       budget_(limits.max_inflight_bytes > 0 ? limits.max_inflight_bytes
                                             : DefaultMemoryBudgetBytes()),
@@ -287,6 +288,9 @@ bool MyopsService::TryOpenStream() { return streams_.TryAcquire(); }
 grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
   auto* reactor = new UnaryReactor();
   RequestState& state = reactor->state;
@@ -309,12 +313,18 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MyopsService::ScaleShiftStream(
     grpc::CallbackServerContext* context) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  }
   return new StreamReactor(this, context, TryOpenStream());
 }
 
 grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* context,
                                                    const myops::v1::ServerInfoRequest*,
                                                    myops::v1::ServerInfoResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
   const RuntimeInfo& info = executor_->info();
   response->set_myops_version(MYOPS_VERSION_STRING);
   response->set_torch_version(info.torch_version);

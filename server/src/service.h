@@ -12,6 +12,7 @@
 #include <grpcpp/support/slice.h>
 
 #include "absl/status/status.h"
+#include "auth.h"
 #include "codec.h"
 #include "executor.h"
 #include "memory_budget.h"
@@ -74,7 +75,8 @@ class MyopsService final
           myops::v1::Myops::WithRawCallbackMethod_ScaleShiftStream<
               myops::v1::Myops::WithCallbackMethod_ServerInfo<myops::v1::Myops::Service>>> {
  public:
-  MyopsService(Executor* executor, const ServiceLimits& limits);
+  // `auth` checks every call of this service (off by default).
+  MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth = {});
 
   grpc::ServerUnaryReactor* ScaleShift(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
@@ -112,6 +114,7 @@ class MyopsService final
  private:
   Executor* executor_;
   ServiceLimits limits_;
+  const BearerAuth auth_;
   InflightLimiter inflight_;
   MemoryBudget budget_;
   Metrics metrics_;

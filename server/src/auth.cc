@@ -1,0 +1,66 @@
+// Bearer-token authentication (see auth.h).
+#include "auth.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
+namespace myops::server {
+namespace {
+
+constexpr absl::string_view kScheme = "Bearer ";
+
+// Whether a == b, in time that depends only on the sizes (which are not secret: the
+// token's length is all an attacker learns).
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  volatile unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<BearerAuth> BearerAuth::FromFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string token;
+  if (in) token.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in.is_open() || in.bad()) {
+    return absl::NotFoundError(absl::StrCat("cannot read --auth-token-file \"", path, "\""));
+  }
+  if (absl::EndsWith(token, "\r\n")) {
+    token.resize(token.size() - 2);
+  } else if (absl::EndsWith(token, "\n")) {
+    token.pop_back();
+  }
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth-token-file \"", path, "\" holds no token; expected one line"));
+  }
+  return BearerAuth(std::move(token));
+}
+
+absl::Status BearerAuth::Check(const grpc::CallbackServerContext& context) const {
+  if (token_.empty()) return absl::OkStatus();
+  const auto& metadata = context.client_metadata();
+  const auto found = metadata.find("authorization");
+  bool ok = false;
+  if (found != metadata.end() && metadata.count("authorization") == 1) {
+    const absl::string_view value(found->second.data(), found->second.size());
+    if (absl::StartsWith(value, kScheme)) {
+      const absl::string_view sent = value.substr(kScheme.size());
+      ok = ConstantTimeEquals(sent, token_);
+    }
+  }
+  if (ok) return absl::OkStatus();
+  return absl::UnauthenticatedError(
+      "this server requires the metadata \"authorization: Bearer <token>\" with the token of "
+      "its --auth-token-file");
+}
+
+}  // namespace myops::server
