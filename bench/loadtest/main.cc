@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "report.h"
 #include "runner.h"
+#include "token_file.h"
 
 namespace {
 
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--stability", base.stability, "Throughput agreement for stability (fraction)")
       ->capture_default_str();
   app.add_option("--deadline-ms", deadline_ms, "Deadline of each request")->capture_default_str();
+  std::string token_file;
+  app.add_option("--token-file", token_file,
+                 "File holding the server's bearer token (--auth-token-file)");
   app.add_option("--json", json_path, "Write the report as JSON");
   app.add_option("--csv", csv_path, "Write one CSV row per point");
   app.add_flag("--quiet", quiet, "No live progress");
@@ -95,6 +99,14 @@ int main(int argc, char** argv) {
   base.window = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
   base.warmup = std::chrono::milliseconds(static_cast<int64_t>(warmup_s * 1000));
   base.deadline = std::chrono::milliseconds(deadline_ms);
+  if (!token_file.empty()) {
+    auto token = myops::cli::ReadTokenFile(token_file, "--token-file");
+    if (!token.ok()) {
+      std::cerr << "myops-loadtest: " << token.status().message() << "\n";
+      return 2;
+    }
+    base.auth_token = *std::move(token);
+  }
 
   std::vector<std::vector<int64_t>> shapes;
   for (const auto& text : sizes) {

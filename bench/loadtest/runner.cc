@@ -197,27 +197,32 @@ class LoadRun final {
       intended += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(gap));
       std::this_thread::sleep_until(intended);
       auto collector = std::atomic_load(&active_);
-      if (outstanding_.load() >= kMaxOutstanding) {
+      if (outstanding_->load() >= kMaxOutstanding) {
         collector->Error(absl::ResourceExhaustedError("client: too many requests outstanding"));
         continue;
       }
-      outstanding_.fetch_add(1);
+      outstanding_->fetch_add(1);
       Client& client = *clients_[n++ % clients_.size()];
+      // The callback may run after this run has given up waiting and is gone: it owns
+      // everything it touches (the collector, the counter) and copies the rest.
       client.ScaleShiftAsync(
           payload_.input.view(), 2.0, 1.0,
-          [this, collector, intended](absl::StatusOr<myops::client::ScaleShiftResult> r) {
+          [outstanding = outstanding_, collector, intended,
+           bytes = payload_.bytes_per_request](absl::StatusOr<myops::client::ScaleShiftResult> r) {
             const int64_t ns = Nanos(Clock::now() - intended);
-            r.ok() ? collector->Ok(ns, r->timing, payload_.bytes_per_request)
-                   : collector->Error(r.status());
-            outstanding_.fetch_sub(1);
+            r.ok() ? collector->Ok(ns, r->timing, bytes) : collector->Error(r.status());
+            outstanding->fetch_sub(1);
           },
           call);
     }
   }
 
+  // Every call ends by its deadline, so this normally returns when the last callback has
+  // run; if callbacks are late past the limit (a starved machine) the run returns anyway
+  // and those callbacks, which own what they use, finish on their own.
   void WaitForOutstanding() {
     const auto limit = Clock::now() + spec_.deadline + std::chrono::seconds(1);
-    while (outstanding_.load() > 0 && Clock::now() < limit) {
+    while (outstanding_->load() > 0 && Clock::now() < limit) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
@@ -227,7 +232,10 @@ class LoadRun final {
   const Payload payload_;
   std::shared_ptr<Collector> active_;  // the window being measured (atomic_load/store)
   std::atomic<bool> stop_{false};
-  std::atomic<int64_t> outstanding_{0};
+  // Asynchronous calls not yet completed; shared with their callbacks, which may outlive
+  // this run.
+  const std::shared_ptr<std::atomic<int64_t>> outstanding_ =
+      std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace
@@ -270,6 +278,7 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
     options.target = spec.target;
     options.default_deadline = spec.deadline;
     options.max_message_bytes = 1 << 30;
+    options.auth_token = spec.auth_token;
     // Separate channels even to the same target (gRPC would otherwise share a subchannel).
     options.int_channel_args["grpc.channel_id"] = i;
     auto client = Client::Create(options);

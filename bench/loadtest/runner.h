@@ -27,6 +27,7 @@ struct LoadSpec {
   myops::client::DType dtype = myops::client::DType::kFloat32;
   std::vector<int64_t> shape = {256};
   std::string device;
+  std::string auth_token;  // Bearer token sent on every call; "" = none
   std::chrono::milliseconds deadline{10000};
   std::chrono::milliseconds warmup{1000};
   std::chrono::milliseconds window{5000};  // one measurement window

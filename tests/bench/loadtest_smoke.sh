@@ -47,6 +47,26 @@ assert p["requests_ok"] >= 30 and p["seconds"] >= 1.3 and p["errors"] == 0, p
 print("min-requests OK")
 PY
 
+# A server that wants a bearer token: myops-loadtest sends it with --token-file (every
+# request succeeds), and without it fails at its first call, naming the status.
+printf 'loadtest-token\n' >"$work/token"
+myops_start auth "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+  --auth-token-file "$work/token"
+"$loadtest" --target "$MYOPS_ADDR" --token-file "$work/token" --concurrency 2 --shape 64 \
+  "${common[@]}" --json "$work/auth.json"
+"$python" - "$work/auth.json" <<'PY'
+import json, sys
+(p,) = json.load(open(sys.argv[1]))["points"]
+assert p["requests_ok"] > 0 and p["errors"] == 0, p
+PY
+set +e
+"$loadtest" --target "$MYOPS_ADDR" --concurrency 1 --shape 64 "${common[@]}" 2>"$work/err"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "UNAUTHENTICATED" "$work/err" ||
+  { echo "loadtest without a token: exit $rc"; cat "$work/err"; exit 1; }
+echo "loadtest bearer token OK"
+
 # The comparison: the Python peer (grpcio + numpy) beside the two C++ servers, one round.
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 myops_start python "" "$python" "$repo/bench/peers/python_server.py" --address 127.0.0.1:0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real myops-server called through myops-cli: health, info, scale-shift with .npy
 # files checked against NumPy, a bad request's exit status and message, then SIGTERM and
-# exit status 0; then TLS and mutual TLS against TLS servers.
+# exit status 0; then a bearer token (--auth-token-file / --token-file); then TLS and
+# mutual TLS against TLS servers.
 #   cli_e2e_test.sh MYOPS_SERVER MYOPS_CLI PYTHON
 set -euo pipefail
 server=$1 cli=$2 python=$3
@@ -31,6 +32,43 @@ grep -q 'device "cuda:3" is not available on this server' "$work/err" || { cat "
 kill -TERM "$pid"
 wait "$pid"
 echo "myops-cli against myops-server: OK"
+
+# Bearer token: myops-cli sends the server's token with --token-file. Health needs none
+# (probes); info and scale-shift are UNAUTHENTICATED without it or with a wrong one, and
+# the message never shows what was sent. An empty token file stops the server at startup
+# with a message naming the file; an unreadable --token-file stops the CLI likewise.
+printf 'e2e-token.42\n' >"$work/token"
+printf 'not-the-token\n' >"$work/wrong"
+myops_start auth "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+  --auth-token-file "$work/token"
+auth=$MYOPS_ADDR
+"$cli" --target "$auth" health | grep -qx SERVING
+"$cli" --target "$auth" --token-file "$work/token" info | grep -q "myops::scale_shift"
+"$cli" --target "$auth" --token-file "$work/token" scale-shift --shape 4 | grep -q "server"
+for token_args in "" "--token-file $work/wrong"; do
+  for command in info "scale-shift --shape 4"; do
+    set +e
+    # shellcheck disable=SC2086
+    "$cli" --target "$auth" $token_args $command >/dev/null 2>"$work/err"
+    rc=$?
+    set -e
+    [[ $rc -eq 1 ]] && grep -q "UNAUTHENTICATED" "$work/err" &&
+      grep -q 'authorization: Bearer <token>' "$work/err" && ! grep -q "not-the-token" "$work/err" ||
+      { echo "token \"$token_args\", $command: exit $rc"; cat "$work/err"; exit 1; }
+  done
+done
+set +e
+"$cli" --target "$auth" --token-file "$work/absent" info >/dev/null 2>"$work/err"
+absent=$?
+: >"$work/empty"
+"$server" --address 127.0.0.1:0 --devices cpu --auth-token-file "$work/empty" >/dev/null 2>"$work/err2"
+empty=$?
+set -e
+[[ $absent -eq 1 ]] && grep -q -- "--token-file: cannot read \"$work/absent\"" "$work/err" ||
+  { echo "absent --token-file: exit $absent"; cat "$work/err"; exit 1; }
+[[ $empty -eq 1 ]] && grep -q -- "--auth-token-file \"$work/empty\" holds no token" "$work/err2" ||
+  { echo "empty --auth-token-file: exit $empty"; cat "$work/err2"; exit 1; }
+echo "bearer token OK"
 
 # TLS: a self-signed certificate for 127.0.0.1 and localhost; the CLI trusts it with
 # --tls-ca (and presents it with --tls-cert/--tls-key for mutual TLS), fails without it,

@@ -31,6 +31,7 @@
 #include "myops/client/client.h"
 #include "npy.h"
 #include "tensor_values.h"
+#include "token_file.h"
 
 namespace myops::cli {
 namespace {
@@ -47,6 +48,7 @@ struct GlobalFlags {
   std::string target = "localhost:50051";
   int64_t deadline_ms = 30000;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;  // PEM files; "" = plaintext
+  std::string token_file;                                  // Bearer token; "" = none
 };
 
 struct ScaleShiftFlags {
@@ -93,6 +95,11 @@ absl::StatusOr<std::unique_ptr<Client>> Connect(const GlobalFlags& flags) {
   }
   if (!flags.tls_server_name.empty()) {
     options.string_channel_args["grpc.ssl_target_name_override"] = flags.tls_server_name;
+  }
+  if (!flags.token_file.empty()) {
+    absl::StatusOr<std::string> token = cli::ReadTokenFile(flags.token_file, "--token-file");
+    if (!token.ok()) return token.status();
+    options.auth_token = *std::move(token);
   }
   return Client::Create(options);
 }
@@ -263,6 +270,9 @@ int Main(int argc, char** argv) {
   app.add_option("--tls-key", global.tls_key, "Mutual TLS: this client's PEM private key");
   app.add_option("--tls-server-name", global.tls_server_name,
                  "TLS: name to verify the server's certificate against instead of the target's");
+  app.add_option("--token-file", global.token_file,
+                 "File holding the server's bearer token (--auth-token-file), sent as "
+                 "\"authorization: Bearer <token>\"");
 
   CLI::App* info = app.add_subcommand("info", "Print the server's versions, devices, operators");
   CLI::App* health = app.add_subcommand("health", "Standard gRPC health check");
