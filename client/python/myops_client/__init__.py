@@ -67,13 +67,16 @@ class Client(_CoreClient):
 
     Client(target, *, timeout=30.0, max_message_bytes=2**30, retries=2,
            retry_backoff=0.1, max_retry_backoff=2.0, root_certificates=None,
-           private_key=None, certificate_chain=None, channel_args=None)
+           private_key=None, certificate_chain=None, channel_args=None,
+           token=None)
 
     ``timeout`` (seconds) is the deadline of every call that does not pass
-    its own; UNAVAILABLE is retried ``retries`` times with jittered
-    exponential backoff. TLS: PEM ``root_certificates`` (and, for mutual
-    TLS, ``certificate_chain`` + ``private_key``). ``channel_args``: extra
-    gRPC channel arguments, ``{"grpc.keepalive_time_ms": 10000}``.
+    its own; UNAVAILABLE is retried ``retries`` times (0 to 999) with
+    jittered exponential backoff. TLS: PEM ``root_certificates`` (and, for
+    mutual TLS, ``certificate_chain`` + ``private_key``). ``channel_args``:
+    extra gRPC channel arguments, ``{"grpc.keepalive_time_ms": 10000}``.
+    ``token``: the server's bearer token (``--auth-token-file``), sent as
+    ``authorization: Bearer <token>`` on every call.
     Use as a context manager, or call ``close()``.
     """
 

@@ -72,6 +72,7 @@ class Client:
         private_key: str | bytes | None = None,
         certificate_chain: str | bytes | None = None,
         channel_args: dict[str, int | str] | None = None,
+        token: str | None = None,
     ) -> None: ...
     @property
     def target(self) -> str: ...

@@ -13,9 +13,10 @@ parse_timeout(PyObject *value, const char *what, double *seconds)
 {
     if (PyBool_Check(value) ||
         !(PyFloat_Check(value) || PyLong_Check(value))) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s must be a number of seconds (int or float), not %T",
-                     what, value);
+        PyErr_Format(
+            PyExc_TypeError,
+            "%s must be a number of seconds (int or float), not %.200s", what,
+            Py_TYPE(value)->tp_name);
         return -1;
     }
     double v = PyFloat_AsDouble(value);
@@ -29,6 +30,31 @@ parse_timeout(PyObject *value, const char *what, double *seconds)
         return -1;
     }
     *seconds = v;
+    return 0;
+}
+
+/* An int (not bool) in [lo, hi]. TypeError / ValueError naming `what` and
+ * the range otherwise (also for ints beyond long long). */
+int
+parse_int_in_range(PyObject *value, const char *what, long long lo,
+                   long long hi, long long *out)
+{
+    if (PyBool_Check(value) || !PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.200s", what,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    int overflow;
+    const long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow != 0 || v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "%s must be in [%lld, %lld], got %R",
+                     what, lo, hi, value);
+        return -1;
+    }
+    *out = v;
     return 0;
 }
 
@@ -90,11 +116,33 @@ parse_pem(PyObject *value, const char *what, std::string *out)
     }
     else {
         PyErr_Format(PyExc_TypeError,
-                     "%s must be PEM text (str or bytes) or None, not %T",
-                     what, value);
+                     "%s must be PEM text (str or bytes) or None, not %.200s",
+                     what, Py_TYPE(value)->tp_name);
         return -1;
     }
     out->assign(data, static_cast<size_t>(size));
+    return 0;
+}
+
+/* Optional bearer token: None or str (checked by the C++ client). */
+int
+parse_token(PyObject *value, std::string *out)
+{
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError,
+                     "token must be a str or None, not %.200s",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(value, &size);
+    if (text == NULL) {
+        return -1;
+    }
+    out->assign(text, static_cast<size_t>(size));
     return 0;
 }
 
@@ -108,7 +156,8 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
     if (!PyDict_Check(value)) {
         PyErr_Format(
             PyExc_TypeError,
-            "channel_args must be a dict of str to int or str, not %T", value);
+            "channel_args must be a dict of str to int or str, not %.200s",
+            Py_TYPE(value)->tp_name);
         return -1;
     }
     PyObject *key, *item;
@@ -116,7 +165,8 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
     while (PyDict_Next(value, &pos, &key, &item)) {
         if (!PyUnicode_Check(key)) {
             PyErr_Format(PyExc_TypeError,
-                         "channel_args keys must be str, not %T", key);
+                         "channel_args keys must be str, not %.200s",
+                         Py_TYPE(key)->tp_name);
             return -1;
         }
         const char *name = PyUnicode_AsUTF8(key);
@@ -146,8 +196,8 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
         }
         else {
             PyErr_Format(PyExc_TypeError,
-                         "channel_args[%R] must be int or str, not %T", key,
-                         item);
+                         "channel_args[%R] must be int or str, not %.200s",
+                         key, Py_TYPE(item)->tp_name);
             return -1;
         }
     }
@@ -169,8 +219,9 @@ parse_shape(PyObject *value, std::vector<int64_t> *shape)
         }
     }
     else {
-        PyErr_Format(PyExc_TypeError, "shape must be a tuple of ints, not %T",
-                     value);
+        PyErr_Format(PyExc_TypeError,
+                     "shape must be a tuple of ints, not %.200s",
+                     Py_TYPE(value)->tp_name);
         return -1;
     }
     const Py_ssize_t n = PyTuple_GET_SIZE(tuple);

@@ -24,6 +24,11 @@ constexpr double kMaxTimeout = 1e9; /* seconds; ~31 years */
  * > 0. TypeError / ValueError naming `what` otherwise. */
 int parse_timeout(PyObject *value, const char *what, double *seconds);
 
+/* An int (not bool) in [lo, hi]. TypeError / ValueError naming `what` and
+ * the range otherwise. */
+int parse_int_in_range(PyObject *value, const char *what, long long lo,
+                       long long hi, long long *out);
+
 /* A deadline of `seconds` as whole milliseconds, at least 1. */
 std::chrono::milliseconds to_millis(double seconds);
 
@@ -36,6 +41,9 @@ int parse_backoff(double seconds, const char *what,
 
 /* Optional PEM text: None, str or bytes. */
 int parse_pem(PyObject *value, const char *what, std::string *out);
+
+/* Optional bearer token: None or str. */
+int parse_token(PyObject *value, std::string *out);
 
 /* channel_args: a dict of gRPC channel argument names to int or str. */
 int parse_channel_args(PyObject *value, mc::ClientOptions *options);

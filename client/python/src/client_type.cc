@@ -68,8 +68,8 @@ parse_call_options(ClientObject *self, PyObject *timeout, PyObject *device,
         if (!PyUnicode_Check(device)) {
             PyErr_Format(PyExc_TypeError,
                          "device must be a str ('', 'cpu', 'cuda', "
-                         "'cuda:N'), not %T",
-                         device);
+                         "'cuda:N'), not %.200s",
+                         Py_TYPE(device)->tp_name);
             return -1;
         }
         Py_ssize_t size;
@@ -131,17 +131,21 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
                                        "private_key",
                                        "certificate_chain",
                                        "channel_args",
+                                       "token",
                                        NULL};
         PyObject *target = NULL, *timeout_obj = NULL, *root = NULL;
         PyObject *key = NULL, *chain = NULL, *channel_args = NULL;
+        PyObject *max_message_bytes_obj = NULL, *retries_obj = NULL;
+        PyObject *token = NULL;
         long long max_message_bytes = 1LL << 30;
-        int retries = 2;
+        long long retries = 2;
         double retry_backoff = 0.1, max_retry_backoff = 2.0;
-        if (!PyArg_ParseTupleAndKeywords(
-                args, kwds, "U|$OLiddOOOO:Client", const_cast<char **>(kwlist),
-                &target, &timeout_obj, &max_message_bytes, &retries,
-                &retry_backoff, &max_retry_backoff, &root, &key, &chain,
-                &channel_args)) {
+        if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|$OOOddOOOOO:Client",
+                                         const_cast<char **>(kwlist), &target,
+                                         &timeout_obj, &max_message_bytes_obj,
+                                         &retries_obj, &retry_backoff,
+                                         &max_retry_backoff, &root, &key,
+                                         &chain, &channel_args, &token)) {
             return -1;
         }
         double timeout = kDefaultTimeout;
@@ -149,16 +153,15 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
             parse_timeout(timeout_obj, "timeout", &timeout) < 0) {
             return -1;
         }
-        if (max_message_bytes < 1 || max_message_bytes > kMaxMessageBytes) {
-            PyErr_Format(PyExc_ValueError,
-                         "max_message_bytes must be in [1, %lld], got %lld",
-                         kMaxMessageBytes, max_message_bytes);
+        if (max_message_bytes_obj != NULL &&
+            parse_int_in_range(max_message_bytes_obj, "max_message_bytes", 1,
+                               kMaxMessageBytes, &max_message_bytes) < 0) {
             return -1;
         }
-        if (retries < 0) {
-            PyErr_Format(PyExc_ValueError,
-                         "retries must be >= 0 (0: no retries), got %d",
-                         retries);
+        /* retries + 1 attempts, at most the C++ client's limit. */
+        if (retries_obj != NULL &&
+            parse_int_in_range(retries_obj, "retries (0: no retries)", 0,
+                               mc::kMaxAttempts - 1, &retries) < 0) {
             return -1;
         }
         mc::ClientOptions options;
@@ -171,7 +174,7 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
         options.target.assign(target_text, static_cast<size_t>(target_size));
         options.default_deadline = to_millis(timeout);
         options.max_message_bytes = static_cast<int>(max_message_bytes);
-        options.retry.max_attempts = retries + 1;
+        options.retry.max_attempts = static_cast<int>(retries) + 1;
         if (parse_backoff(retry_backoff, "retry_backoff",
                           &options.retry.initial_backoff) < 0 ||
             parse_backoff(max_retry_backoff, "max_retry_backoff",
@@ -191,7 +194,8 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
             parse_pem(key, "private_key", &options.tls.client_key_pem) < 0 ||
             parse_pem(chain, "certificate_chain",
                       &options.tls.client_cert_pem) < 0 ||
-            parse_channel_args(channel_args, &options) < 0) {
+            parse_channel_args(channel_args, &options) < 0 ||
+            parse_token(token, &options.auth_token) < 0) {
             return -1;
         }
         absl::StatusOr<std::unique_ptr<mc::Client>> client =
@@ -572,7 +576,7 @@ PyType_Slot client_slots[] = {
          "Client(target, *, timeout=30.0, max_message_bytes=2**30, "
          "retries=2, retry_backoff=0.1, max_retry_backoff=2.0, "
          "root_certificates=None, private_key=None, certificate_chain=None, "
-         "channel_args=None)\n--\n\n"
+         "channel_args=None, token=None)\n--\n\n"
          "A client of one myops server over one gRPC channel; thread-safe.")},
     {Py_tp_new, reinterpret_cast<void *>(client_new)},
     {Py_tp_init, reinterpret_cast<void *>(client_init)},

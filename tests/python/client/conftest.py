@@ -1,14 +1,27 @@
 """Fixtures of the Python client tests: real myops-server processes and clients
-(see client_helpers.py)."""
+(see client_helpers.py).
+
+The test modules import the built extension. Without it, for a developer who did
+not build it, they are not collected and test_built.py's one test skips saying
+why; where it must be there (scripts/test.sh sets MYOPS_REQUIRE_PYTHON_CLIENT=1)
+its absence is an error instead, so a broken build cannot pass as a run with the
+client tests skipped."""
 
 from __future__ import annotations
 
+import os
 import socket
 
 import pytest
 
-myops_client = pytest.importorskip(
-    "myops_client", reason="myops_client is not built (MYOPS_BUILD_PYTHON_CLIENT)")
+try:
+    import myops_client
+except ImportError as error:
+    if os.environ.get("MYOPS_REQUIRE_PYTHON_CLIENT") == "1":
+        raise ImportError(
+            f"MYOPS_REQUIRE_PYTHON_CLIENT=1 but myops_client cannot be imported "
+            f"({error}); build it (myops_build) or unset the variable") from error
+    collect_ignore_glob = ["test_client_*.py"]
 
 from client_helpers import (  # noqa: E402
     SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES, Server)

@@ -210,6 +210,61 @@ def test_client_argument_errors():
         Client("localhost:1", root_certificates="x", certificate_chain="y")
 
 
+def test_type_errors_name_the_type():
+    # PyErr_Format's %T exists only from Python 3.13: the type's name is spelled out.
+    Client = myops_client.Client
+    cases = [
+        (dict(timeout="5"),
+         r"^timeout must be a number of seconds \(int or float\), not str$"),
+        (dict(root_certificates=3),
+         r"^root_certificates must be PEM text \(str or bytes\) or None, not int$"),
+        (dict(channel_args=[("a", 1)]),
+         r"^channel_args must be a dict of str to int or str, not list$"),
+        (dict(channel_args={1: 2}), r"^channel_args keys must be str, not int$"),
+        (dict(channel_args={"grpc.x": 1.5}),
+         r"^channel_args\['grpc.x'\] must be int or str, not float$"),
+        (dict(token=b"t"), r"^token must be a str or None, not bytes$"),
+        (dict(retries=1.5), r"^retries \(0: no retries\) must be an int, not float$"),
+        (dict(max_message_bytes="1"), r"^max_message_bytes must be an int, not str$"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(TypeError, match=message):
+            Client("localhost:1", **kwargs)
+
+
+def test_call_type_errors_name_the_type(client):
+    with pytest.raises(TypeError, match=r"^device must be a str .*, not int$"):
+        client.scale_shift(np.ones(2, np.float32), 2.0, 1.0, device=5)
+    with pytest.raises(TypeError, match=r"^timeout must be a number of seconds "
+                                        r"\(int or float\), not NoneType$"):
+        client.timeout = None
+    with pytest.raises(TypeError, match=r"^shape must be a tuple of ints, not int$"):
+        client._scale_shift(1, 3, np.ones(3, np.float32), 2.0, 1.0)
+
+
+def test_numeric_arguments_out_of_range():
+    Client = myops_client.Client
+    for retries in (-1, 1000, 2**31 - 1, 2**31, 2**63, 2**100):
+        with pytest.raises(ValueError,
+                           match=r"^retries \(0: no retries\) must be in \[0, 999\], "
+                                 rf"got {retries}$"):
+            Client("localhost:1", retries=retries)
+    with pytest.raises(TypeError, match="retries"):
+        Client("localhost:1", retries=True)
+    for size in (0, 2**31, 2**63, 2**100):
+        with pytest.raises(ValueError,
+                           match=r"^max_message_bytes must be in \[1, 2147483647\], "
+                                 rf"got {size}$"):
+            Client("localhost:1", max_message_bytes=size)
+    for huge in (1e9 + 1, 1e300):
+        with pytest.raises(ValueError, match="timeout must be > 0 and at most"):
+            Client("localhost:1", timeout=huge)
+    # The extremes of each range are accepted.
+    Client("localhost:1", retries=999, max_message_bytes=2**31 - 1, timeout=1e9,
+           retry_backoff=1e9, max_retry_backoff=1e9).close()
+    Client("localhost:1", retries=0, max_message_bytes=1).close()
+
+
 def test_client_properties():
     c = myops_client.Client("localhost:1", timeout=5, max_message_bytes=4096,
                             channel_args={"grpc.keepalive_time_ms": 10000,
