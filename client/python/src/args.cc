@@ -124,7 +124,7 @@ parse_pem(PyObject *value, const char *what, std::string *out)
     return 0;
 }
 
-/* Optional bearer token: None or str (checked by the C++ client). */
+/* Optional bearer token: None or a str of visible ASCII. */
 int
 parse_token(PyObject *value, std::string *out)
 {
@@ -141,6 +141,16 @@ parse_token(PyObject *value, std::string *out)
     const char *text = PyUnicode_AsUTF8AndSize(value, &size);
     if (text == NULL) {
         return -1;
+    }
+    for (Py_ssize_t i = 0; i < size; ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c < 0x21 || c > 0x7e) { /* never echo the token */
+            PyErr_Format(PyExc_ValueError,
+                         "token must be visible ASCII (characters 0x21 to "
+                         "0x7e); byte %zd of its UTF-8 is 0x%02x",
+                         i, static_cast<unsigned int>(c));
+            return -1;
+        }
     }
     out->assign(text, static_cast<size_t>(size));
     return 0;

@@ -42,7 +42,7 @@ int parse_backoff(double seconds, const char *what,
 /* Optional PEM text: None, str or bytes. */
 int parse_pem(PyObject *value, const char *what, std::string *out);
 
-/* Optional bearer token: None or str. */
+/* Optional bearer token: None or a str of visible ASCII. */
 int parse_token(PyObject *value, std::string *out);
 
 /* channel_args: a dict of gRPC channel argument names to int or str. */
