@@ -57,6 +57,23 @@ TEST_P(ScaleShiftCuda, ResultStaysOnTheInputDevice) {
   expect_same_as_cpu(y, x, 2.0, 0.0);
 }
 
+// Twins of ScaleShiftErrors' overlap cases: rejected before any kernel writes.
+TEST_P(ScaleShiftCuda, OutOverlappingInputIsRejectedAlsoOnceResized) {
+  at::Tensor buf = at::arange(8, at::TensorOptions().dtype(GetParam()).device(at::kCUDA));
+  const at::Tensor before = buf.clone();
+  const std::string msg = "some elements of the input tensor and the written-to tensor refer";
+  for (at::Tensor out : {buf.slice(0, 2, 8), buf.slice(0, 2, 2)}) {  // overlapping; empty
+    try {
+      myops::scale_shift_out(buf.slice(0, 0, 6), 2.0, 1.0, out);
+      ADD_FAILURE() << "expected an overlap error for out of size " << out.numel();
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what_without_backtrace()).find(msg), std::string::npos)
+          << e.what_without_backtrace();
+    }
+  }
+  EXPECT_TRUE(at::equal(buf.cpu(), before.cpu()));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDtypes, ScaleShiftCuda,
                          ::testing::Values(at::kFloat, at::kDouble, at::kHalf, at::kBFloat16),
                          [](const auto& info) { return std::string(c10::toString(info.param)); });

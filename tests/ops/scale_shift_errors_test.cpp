@@ -71,6 +71,18 @@ TEST(ScaleShiftErrors, OutPartiallyOverlappingInput) {
                            "some elements of the input tensor and the written-to tensor refer");
 }
 
+// An empty `out` is resized to x's shape in place: base[2:2] grows into base[2:8], which
+// overlaps x = base[0:6]. The check must see the resized tensor.
+TEST(ScaleShiftErrors, EmptyOutThatOverlapsInputOnceResized) {
+  at::Tensor buf = at::arange(8, at::kFloat);
+  const at::Tensor before = buf.clone();
+  at::Tensor x = buf.slice(0, 0, 6);
+  at::Tensor out = buf.slice(0, 2, 2);
+  expect_error<c10::Error>([&] { myops::scale_shift_out(x, 2.0, 1.0, out); },
+                           "some elements of the input tensor and the written-to tensor refer");
+  EXPECT_TRUE(at::equal(buf, before));
+}
+
 TEST(ScaleShiftErrors, InPlaceOnInternallyOverlappingTensor) {
   at::Tensor x = at::ones({1, 4}).expand({3, 4});
   expect_error<c10::Error>([&] { myops::scale_shift_(x, 1.0, 0.0); }, "single memory location");

@@ -119,10 +119,12 @@ at::Tensor& scale_shift_inplace_cuda(at::Tensor& x, double alpha, double beta) {
 
 at::Tensor& scale_shift_out_cuda(const at::Tensor& x, double alpha, double beta, at::Tensor& out) {
   detail::check_out(x, out, "myops::scale_shift.out");
-  at::assert_no_internal_overlap(out);
-  at::assert_no_partial_overlap(out, x);
   const c10::cuda::CUDAGuard guard(x.device());
   at::native::resize_output(out, x.sizes());
+  // After resizing: an empty `out` can grow into memory that x occupies (like the CPU
+  // kernel's TensorIterator, which checks the resized output).
+  at::assert_no_internal_overlap(out);
+  at::assert_no_partial_overlap(out, x);
   const at::Tensor xc = x.contiguous();
   if (out.is_contiguous()) {
     launch(xc, out, alpha, beta);

@@ -87,6 +87,17 @@ def test_inplace_and_out_values(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("out_slice", [slice(2, 8), slice(2, 2)], ids=["overlapping", "empty-grows-into-x"])
+def test_out_overlapping_input_raises(device, out_slice):
+    # An empty out is resized in place: base[2:2] becomes base[2:8], which overlaps base[:6].
+    base = torch.arange(8, dtype=torch.float32, device=device)
+    before = base.clone()
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor refer"):
+        OPS.scale_shift.out(base[:6], 2.0, 1.0, out=base[out_slice])
+    torch.testing.assert_close(base, before)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_gradcheck_and_gradgradcheck(device):
     for name, x, a, b in sample_inputs(device, dtypes=(torch.float64,), requires_grad=True):
         fn = lambda t: OPS.scale_shift(t, a, b)  # noqa: E731
