@@ -25,6 +25,12 @@ class CudaRunner final : public DeviceRunner {
         stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index_)) {}
 
   void Run(const Job& job, int64_t* compute_ns) override {
+    // Nothing to compute or copy; an empty pinned tensor has no storage, and memcpy with a
+    // null pointer is undefined even for 0 bytes.
+    if (job.input.bytes == 0) {
+      *compute_ns = 0;
+      return;
+    }
     const c10::cuda::CUDAGuard device_guard(index_);
     const c10::cuda::CUDAStreamGuard stream_guard(stream_);
     const at::Tensor request = WrapCpu(job.input.data, job.input.shape, job.input.dtype);
