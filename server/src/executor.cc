@@ -32,7 +32,8 @@ struct Task {
   Clock::time_point enqueued;
 };
 
-// The queue and workers of one device. Guarded by mu: tasks, closed.
+// The queue and workers of one device. Guarded by mu: tasks, closed. runners[i] (CUDA
+// devices only) belongs to workers[i]; both are fixed before the workers start.
 struct DeviceQueue {
   Device device;
   std::string name;
@@ -40,6 +41,7 @@ struct DeviceQueue {
   std::condition_variable cv;
   std::deque<Task> tasks;
   bool closed = false;
+  std::vector<std::unique_ptr<DeviceRunner>> runners;
   std::vector<std::thread> workers;
 };
 
@@ -53,18 +55,38 @@ class ExecutorImpl final : public Executor {
 
   ~ExecutorImpl() override { Shutdown(); }
 
-  void Start() {
-    int total = 0;
+  // Creates every CUDA worker's runner (CUDA context, stream) here, where a failure is a
+  // status, then starts all workers; if any runner fails, no worker has started.
+  absl::Status Start(const CudaRunnerFactory& make_cuda_runner) {
     for (const Device& d : devices_.devices()) {
       auto q = std::make_unique<DeviceQueue>();
       q->device = d;
       q->name = d.Name();
-      const int n = d.kind == DeviceKind::kCpu ? options_.cpu_workers : options_.cuda_workers;
-      for (int i = 0; i < n; ++i) q->workers.emplace_back([this, q = q.get()] { WorkerLoop(q); });
-      total += n;
+      if (d.kind == DeviceKind::kCuda) {
+        for (int i = 0; i < options_.cuda_workers; ++i) {
+          try {
+            q->runners.push_back(make_cuda_runner(d.index));
+          } catch (...) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "could not set up ", q->name,
+                " for serving: ", StatusFromException(std::current_exception()).message()));
+          }
+        }
+      }
       queues_.push_back(std::move(q));
     }
+    int total = 0;
+    for (auto& q : queues_) {
+      const int n = q->device.kind == DeviceKind::kCpu ? options_.cpu_workers
+                                                       : static_cast<int>(q->runners.size());
+      for (int i = 0; i < n; ++i) {
+        DeviceRunner& runner = q->runners.empty() ? *cpu_runner_ : *q->runners[i];
+        q->workers.emplace_back([this, q = q.get(), &runner] { WorkerLoop(q, runner); });
+      }
+      total += n;
+    }
     info_.workers = total;
+    return absl::OkStatus();
   }
 
   const DeviceSet& devices() const override { return devices_; }
@@ -101,11 +123,8 @@ class ExecutorImpl final : public Executor {
   }
 
  private:
-  void WorkerLoop(DeviceQueue* q) {
+  void WorkerLoop(DeviceQueue* q, DeviceRunner& runner) {
     at::init_num_threads();  // this thread's intra-op thread count
-    std::unique_ptr<DeviceRunner> own_runner;
-    if (q->device.kind == DeviceKind::kCuda) own_runner = MakeCudaRunner(q->device.index);
-    DeviceRunner& runner = own_runner ? *own_runner : *cpu_runner_;
     for (;;) {
       std::unique_lock<std::mutex> lock(q->mu);
       q->cv.wait(lock, [q] { return q->closed || !q->tasks.empty(); });
@@ -177,12 +196,25 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions
                                            at::get_num_threads(), " intra-op threads)"),
                               0});
     } else {
-      info.devices.push_back(CudaDeviceInfo(d.index));
+      try {
+        info.devices.push_back(CudaDeviceInfo(d.index));
+      } catch (...) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("could not query ", d.Name(), ": ",
+                         StatusFromException(std::current_exception()).message()));
+      }
     }
   }
   info.operator_schemas = myops::registered_schemas();
-  auto executor = std::make_unique<ExecutorImpl>(options, std::move(*devices), std::move(info));
-  executor->Start();
+  return StartExecutor(options, std::move(*devices), std::move(info), MakeCudaRunner);
+}
+
+absl::StatusOr<std::unique_ptr<Executor>> StartExecutor(const ExecutorOptions& options,
+                                                        std::vector<Device> devices,
+                                                        RuntimeInfo info,
+                                                        const CudaRunnerFactory& make_cuda_runner) {
+  auto executor = std::make_unique<ExecutorImpl>(options, std::move(devices), std::move(info));
+  if (absl::Status s = executor->Start(make_cuda_runner); !s.ok()) return s;
   return executor;
 }
 

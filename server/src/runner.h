@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,18 @@ std::unique_ptr<DeviceRunner> MakeCpuRunner();
 // Owns one stream of GPU `index`'s pool. Defined in cuda_runner.cc in CUDA builds; in CPU
 // builds it throws (no CUDA device can be configured there).
 std::unique_ptr<DeviceRunner> MakeCudaRunner(int index);
+
+// Makes the runner of one CUDA worker of GPU `index`; may throw (CUDA context or stream
+// pool set-up). MakeCudaRunner in the server; tests pass fakes.
+using CudaRunnerFactory = std::function<std::unique_ptr<DeviceRunner>(int index)>;
+
+// The second half of Executor::Create, after device detection: creates every worker's
+// runner on the calling thread (a factory's exception becomes FAILED_PRECONDITION, and no
+// worker is started), then starts the workers. `options` must be complete (no zeros).
+absl::StatusOr<std::unique_ptr<Executor>> StartExecutor(const ExecutorOptions& options,
+                                                        std::vector<Device> devices,
+                                                        RuntimeInfo info,
+                                                        const CudaRunnerFactory& make_cuda_runner);
 
 // Name and total memory of GPU `index`, and the CUDA version the build targets.
 RuntimeInfo::DeviceInfo CudaDeviceInfo(int index);

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "reference.h"
+#include "runner.h"
 
 namespace myops::server {
 namespace {
@@ -112,6 +113,57 @@ TEST(ExecutorTest, ReportsDevicesAndOperators) {
   EXPECT_EQ(e->info().operator_schemas.size(), 3u);
   EXPECT_EQ(e->info().workers, 2);
   EXPECT_FALSE(e->info().torch_version.empty());
+}
+
+// Stands in for the CUDA runner on machines without a GPU: computes on the CPU.
+class FakeGpuRunner final : public DeviceRunner {
+ public:
+  void Run(const Job& job, int64_t* compute_ns) override { cpu_->Run(job, compute_ns); }
+
+ private:
+  std::unique_ptr<DeviceRunner> cpu_ = MakeCpuRunner();
+};
+
+ExecutorOptions FakeGpuOptions() {
+  ExecutorOptions o;
+  o.cpu_workers = 1;
+  o.cuda_workers = 3;
+  o.inline_max_bytes = 0;
+  return o;
+}
+
+const std::vector<Device> kFakeGpuAndCpu = {{DeviceKind::kCuda, 0}, {DeviceKind::kCpu, 0}};
+
+TEST(ExecutorStartTest, CudaRunnersAreMadeAtStartAndServeTheirSlot) {
+  std::vector<int> made;  // written on this thread only, during StartExecutor
+  auto e = StartExecutor(FakeGpuOptions(), kFakeGpuAndCpu, RuntimeInfo{}, [&made](int index) {
+    made.push_back(index);
+    return std::make_unique<FakeGpuRunner>();
+  });
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(made, (std::vector<int>{0, 0, 0}));  // one per CUDA worker, before any job
+  EXPECT_EQ((*e)->info().workers, 4);
+  Buffers b = MakeJob(DType::kFloat32, {1000}, 2.0, -1.0);
+  b.job.device_slot = 0;
+  auto [status, timing] = RunSync(**e, b.job);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(timing.device, "cuda:0");
+  EXPECT_EQ(b.out, testing::ReferenceScaleShift(DType::kFloat32, {1000}, b.in, 2.0, -1.0));
+}
+
+// CUDA context or stream-pool set-up that throws: a status from start-up, not an exception
+// on a worker thread (std::terminate), and no worker left running.
+TEST(ExecutorStartTest, RunnerSetUpFailureIsAStatus) {
+  int calls = 0;
+  auto e = StartExecutor(FakeGpuOptions(), kFakeGpuAndCpu, RuntimeInfo{},
+                         [&calls](int) -> std::unique_ptr<DeviceRunner> {
+                           if (++calls == 2) throw std::runtime_error("CUDA error: out of streams");
+                           return std::make_unique<FakeGpuRunner>();
+                         });
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(e.status().message(),
+            "could not set up cuda:0 for serving: CUDA error: out of streams");
 }
 
 TEST(ExecutorTest, UnavailableDevicesAreRejectedAtCreation) {
