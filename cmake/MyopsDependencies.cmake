@@ -29,12 +29,19 @@ if(NOT MYOPS_WITH_CUDA STREQUAL "OFF")
   endif()
 endif()
 if(MYOPS_CUDA)
-  # 9.0 = H100/H200; 8.0 = A100. Overridable; torch reads it from the environment/cache.
+  # Default 9.0+PTX: machine code for sm_90 (H100/H200) plus compute_90 PTX, which the
+  # driver compiles at load time for any newer GPU (without it those fail with "no kernel
+  # image is available"). Add others with -DTORCH_CUDA_ARCH_LIST or the environment
+  # variable, e.g. "8.0;9.0+PTX" for A100 too (each entry adds one nvcc pass).
+  set(_myops_default_archs "9.0+PTX")
+  if(TORCH_CUDA_ARCH_LIST STREQUAL "8.0;9.0" AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+    unset(TORCH_CUDA_ARCH_LIST CACHE)  # the former default: trees configured with it move on
+  endif()
   if(NOT DEFINED TORCH_CUDA_ARCH_LIST)
     if(DEFINED ENV{TORCH_CUDA_ARCH_LIST})
       set(TORCH_CUDA_ARCH_LIST "$ENV{TORCH_CUDA_ARCH_LIST}")
     else()
-      set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+      set(TORCH_CUDA_ARCH_LIST "${_myops_default_archs}")
     endif()
   endif()
   set(TORCH_CUDA_ARCH_LIST "${TORCH_CUDA_ARCH_LIST}" CACHE STRING "CUDA archs for torch" FORCE)
