@@ -1,7 +1,8 @@
 // The CUDA runner (built only with MYOPS_WITH_CUDA): one stream from the device's pool
 // per worker; pinned staging buffers (PyTorch's caching host allocator) so that both
-// copies are asynchronous on that stream; CUDA events time copy + kernel + copy; the
-// stream is synchronized before the response is encoded.
+// copies are asynchronous on that stream; CUDA events time copy + kernel + copy, and the
+// wall clock the two host copies into and out of staging; the stream is synchronized
+// before the response is encoded.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/ops/empty.h>
@@ -9,6 +10,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -36,8 +38,10 @@ class CudaRunner final : public DeviceRunner {
     const at::Tensor request = WrapCpu(job.input.data, job.input.shape, job.input.dtype);
     const auto pinned = request.options().pinned_memory(true);
     at::Tensor host_in = at::empty(job.input.shape, pinned);
-    std::memcpy(host_in.data_ptr(), job.input.data, static_cast<size_t>(job.input.bytes));
     at::Tensor host_out = at::empty(job.input.shape, pinned);
+    const auto copy_in_start = std::chrono::steady_clock::now();
+    std::memcpy(host_in.data_ptr(), job.input.data, static_cast<size_t>(job.input.bytes));
+    const auto copy_in = std::chrono::steady_clock::now() - copy_in_start;
 
     at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
     start.record(stream_);
@@ -47,8 +51,11 @@ class CudaRunner final : public DeviceRunner {
     host_out.copy_(dev_out, /*non_blocking=*/true);
     stop.record(stream_);
     stream_.synchronize();
-    *compute_ns = static_cast<int64_t>(static_cast<double>(start.elapsed_time(stop)) * 1e6);
+    const auto copy_out_start = std::chrono::steady_clock::now();
     std::memcpy(job.output.data, host_out.data_ptr(), static_cast<size_t>(job.output.bytes));
+    const auto host_copies = copy_in + (std::chrono::steady_clock::now() - copy_out_start);
+    *compute_ns = static_cast<int64_t>(static_cast<double>(start.elapsed_time(stop)) * 1e6) +
+                  std::chrono::duration_cast<std::chrono::nanoseconds>(host_copies).count();
   }
 
  private:

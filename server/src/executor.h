@@ -44,7 +44,8 @@ struct Job {
 
 struct JobTiming {
   int64_t queue_ns = 0;    // submit -> a worker starts it
-  int64_t compute_ns = 0;  // operator (on CUDA: H2D + kernel + D2H by CUDA events)
+  int64_t compute_ns = 0;  // operator; on CUDA also the host copies into and out of
+                           // pinned staging (wall clock) and H2D + kernel + D2H (CUDA events)
   std::string device;      // "cpu", "cuda:0", ...
 };
 

@@ -17,7 +17,7 @@ namespace myops::client {
 struct Timing {
   int64_t decode_ns = 0;   // Parsing (unary calls) and validating the request.
   int64_t queue_ns = 0;    // Waiting for an executor worker.
-  int64_t compute_ns = 0;  // Running the operator (on CUDA: copies + kernel, CUDA events).
+  int64_t compute_ns = 0;  // Running the operator (on CUDA: staging copies + H2D, kernel, D2H).
   int64_t encode_ns = 0;   // Preparing the response tensor.
   int64_t total_ns = 0;    // Handler receiving the request -> response ready to send.
   std::string device;      // The device that ran the operator, e.g. "cpu", "cuda:0".
