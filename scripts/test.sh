@@ -9,4 +9,4 @@ ctest --output-on-failure -j "$(nproc)"
 cd "$MYOPS_REPO"
 # The build above makes the Python client: its tests must run, not skip.
 MYOPS_BUILD_DIR="$MYOPS_BUILD_DIR" MYOPS_REQUIRE_PYTHON_CLIENT=1 \
-  python -m pytest -q tests/python tests/deploy
+  python -m pytest -q tests/python tests/deploy tests/bench
