@@ -48,7 +48,8 @@ B="$FROM"
 for f in "${BINS[@]}" python/myops/libmyops.so python/myops/__init__.py; do
   [ -f "$B/$f" ] || { echo "bundle: $B/$f is missing; build the targets ${TARGETS[*]}" >&2; exit 1; }
 done
-if ! readelf -d "$B/python/myops/libmyops.so" | grep -q 'NEEDED.*libc10_cuda'; then
+# grep without -q: it reads all of readelf's output (no SIGPIPE failure under pipefail).
+if ! readelf -d "$B/python/myops/libmyops.so" | grep 'NEEDED.*libc10_cuda' >/dev/null; then
   echo "bundle: $B is a CPU-only build (libmyops has no CUDA kernels); configure it with" \
        "-DMYOPS_WITH_CUDA=ON" >&2
   exit 1

@@ -76,7 +76,10 @@ check_bundle() {
     fail "the bundle was built for torch $(cat "$BUNDLE/TORCH_VERSION"), $PY has" \
       "$TORCH_VERSION; rebuild it against $TORCH_VERSION"
 
-  readelf -d "$BUNDLE/python/myops/libmyops.so" | grep -q 'NEEDED.*libc10_cuda' ||
+  # ldd, not readelf: binutils may be missing where glibc's ldd is not. grep without -q:
+  # it reads all of ldd's output (no SIGPIPE failure under pipefail).
+  LD_LIBRARY_PATH="$LIB_PATH" ldd "$BUNDLE/python/myops/libmyops.so" |
+    grep 'libc10_cuda\.so' >/dev/null ||
     fail "the bundle's libmyops has no CUDA kernels (a CPU-only build)"
   local cuobjdump="${CUOBJDUMP:-}" c
   for c in "$(command -v cuobjdump || true)" /usr/local/cuda/bin/cuobjdump \
@@ -129,9 +132,11 @@ if [ "$MODE" = ops ]; then
   cuda=AUTO; [ "$HAS_GPU" = 1 ] && cuda=ON  # never a silent CPU-only build next to a GPU
   gen=""; command -v ninja >/dev/null && gen="-G Ninja"
   prefix="$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
-  plan "cmake -S $(q "$REPO") -B $(q "$BUILD") $gen -DCMAKE_BUILD_TYPE=Release" \
-    "-DCMAKE_PREFIX_PATH=$(q "$prefix") -DMYOPS_BUILD_SERVER=OFF -DMYOPS_BUILD_TESTS=OFF" \
-    "-DMYOPS_WITH_CUDA=$cuda -DPython_EXECUTABLE=$(q "$(command -v "$PY")") >/dev/null"
+  log="$(q "$BUILD/configure.log")"
+  plan "mkdir -p $(q "$BUILD") && cmake -S $(q "$REPO") -B $(q "$BUILD") $gen" \
+    "-DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=$(q "$prefix") -DMYOPS_BUILD_SERVER=OFF" \
+    "-DMYOPS_BUILD_TESTS=OFF -DMYOPS_WITH_CUDA=$cuda" \
+    "-DPython_EXECUTABLE=$(q "$(command -v "$PY")") >$log 2>&1 || { cat $log; false; }"
   plan "cmake --build $(q "$BUILD") -j $(nproc) --target myops"
 else
   check_bundle
