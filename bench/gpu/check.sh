@@ -18,7 +18,8 @@
 #   MYOPS_GPU_BUILD_DIR  build tree of --ops-only (default: <repo>/build-gpu)
 #   MYOPS_GPU_RESULTS    where JSON results go (default: <repo>/bench/results/gpu)
 #   CUOBJDUMP            cuobjdump (default: on PATH, in /usr/local/cuda/bin, or triton's)
-# Exit status: non-zero when the bundle is missing or wrong, or a build or test fails.
+# Exit status: non-zero when the bundle is missing or wrong, or a build or test fails
+# (each command runs; the failed ones are listed at the end).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 MODE=run
@@ -164,7 +165,15 @@ if [ "$MODE" = dry ]; then
 fi
 mkdir -p "$OUT"
 [ "$HAS_GPU" = 1 ] || step "no GPU: the CUDA tests skip; no GPU measurements"
+# Every command runs even when one fails: a GPU lease is too short to rerun for each.
+failed=()
 for c in "${COMMANDS[@]}"; do
   step "$c"
-  eval "$c"
+  if ! (eval "$c"); then failed+=("$c"); fi
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  step "FAILED (${#failed[@]} of ${#COMMANDS[@]})"
+  printf '%s\n' "${failed[@]}"
+  exit 1
+fi
+step "all ${#COMMANDS[@]} commands passed"
