@@ -7,6 +7,7 @@
 #include <c10/core/InferenceMode.h>
 #include <torch/version.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -96,7 +97,16 @@ class ExecutorImpl final : public Executor {
     DeviceQueue& q = *queues_.at(static_cast<size_t>(job.device_slot));
     Task task{std::move(job), std::move(done), Clock::now()};
     if (q.device.kind == DeviceKind::kCpu && task.job.input.bytes <= options_.inline_max_bytes) {
-      RunTask(task, *cpu_runner_, q.name);
+      // Announce the inline run before checking `closed_` (both seq_cst): either Shutdown
+      // sees it and waits for it, or this thread sees `closed_` and rejects the job.
+      inline_running_.fetch_add(1);
+      if (!closed_.load()) {
+        RunTask(task, *cpu_runner_, q.name);
+        inline_running_.fetch_sub(1);
+        return;
+      }
+      inline_running_.fetch_sub(1);
+      task.done(absl::UnavailableError("the server is shutting down"), JobTiming{0, 0, q.name});
       return;
     }
     {
@@ -111,6 +121,8 @@ class ExecutorImpl final : public Executor {
   }
 
   void Shutdown() override {
+    closed_.store(true);
+    while (inline_running_.load() > 0) std::this_thread::yield();  // inline jobs finish
     for (auto& q : queues_) {
       std::lock_guard<std::mutex> lock(q->mu);
       q->closed = true;
@@ -140,11 +152,13 @@ class ExecutorImpl final : public Executor {
   static void RunTask(Task& task, DeviceRunner& runner, const std::string& device) {
     JobTiming timing{Nanos(Clock::now() - task.enqueued), 0, device};
     absl::Status status;
-    if (task.job.is_cancelled && task.job.is_cancelled()) {
-      status = absl::CancelledError("the request was cancelled before it ran");
-    } else if (Clock::now() >= task.job.deadline) {
+    // The deadline first: gRPC also cancels a call whose deadline passed, and the
+    // deadline is then the cause worth reporting.
+    if (Clock::now() >= task.job.deadline) {
       status = absl::DeadlineExceededError(absl::StrCat(
           "the deadline passed before the request ran (queued ", timing.queue_ns / 1000, " us)"));
+    } else if (task.job.is_cancelled && task.job.is_cancelled()) {
+      status = absl::CancelledError("the request was cancelled before it ran");
     } else {
       try {
         c10::InferenceMode inference_mode;
@@ -161,6 +175,10 @@ class ExecutorImpl final : public Executor {
   RuntimeInfo info_;
   std::unique_ptr<DeviceRunner> cpu_runner_;
   std::vector<std::unique_ptr<DeviceQueue>> queues_;  // one per device slot; fixed after Start
+  // The inline path's shutdown handshake, lock-free (it is the small-request fast path):
+  // set by Shutdown; inline jobs running on submitting threads.
+  std::atomic<bool> closed_{false};
+  std::atomic<int> inline_running_{0};
 };
 
 }  // namespace

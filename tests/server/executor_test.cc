@@ -84,11 +84,30 @@ TEST(ExecutorTest, CancelledRequestIsNotComputed) {
   EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));
 }
 
+// With the default inline size, so that small jobs take the inline path and large ones
+// the queue: both are refused once the executor is shut down, and neither is computed.
 TEST(ExecutorTest, SubmitAfterShutdownIsUnavailable) {
-  auto e = CpuExecutor();
+  auto e = CpuExecutor(ExecutorOptions().inline_max_bytes);
   e->Shutdown();
-  Buffers b = MakeJob(DType::kFloat32, {1 << 16}, 2.0, 1.0);
-  EXPECT_EQ(RunSync(*e, b.job).first.code(), absl::StatusCode::kUnavailable);
+  for (int64_t numel : {int64_t{16}, int64_t{1} << 16}) {
+    SCOPED_TRACE(numel * 4 <= ExecutorOptions().inline_max_bytes ? "inline" : "queued");
+    Buffers b = MakeJob(DType::kFloat32, {numel}, 2.0, 1.0);
+    auto [status, timing] = RunSync(*e, b.job);
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+    EXPECT_EQ(status.message(), "the server is shutting down");
+    EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));  // untouched
+  }
+}
+
+// A job whose deadline passed and whose call was cancelled (gRPC cancels a call at its
+// deadline) reports the deadline: it is the cause.
+TEST(ExecutorTest, ExpiredDeadlineWinsOverCancellation) {
+  auto e = CpuExecutor();
+  Buffers b = MakeJob(DType::kFloat32, {16}, 2.0, 1.0);
+  b.job.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  b.job.is_cancelled = [] { return true; };
+  EXPECT_EQ(RunSync(*e, b.job).first.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));
 }
 
 TEST(ExecutorTest, ShutdownRunsWhatIsQueued) {
