@@ -24,7 +24,15 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) 
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsOptions& tls) {
-  if (tls.cert_file.empty() && tls.key_file.empty()) return grpc::InsecureServerCredentials();
+  if (tls.cert_file.empty() && tls.key_file.empty()) {
+    // A client CA alone would leave the server in plaintext while its operator believes
+    // clients are authenticated: refuse rather than ignore it.
+    if (!tls.client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is on top of TLS)");
+    }
+    return grpc::InsecureServerCredentials();
+  }
   if (tls.cert_file.empty() || tls.key_file.empty()) {
     return absl::InvalidArgumentError("TLS needs both --tls-cert and --tls-key");
   }

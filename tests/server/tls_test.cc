@@ -29,8 +29,9 @@ class TlsTest : public ::testing::Test {
     key_ = Read(Path("key.pem"));
   }
   void TearDown() override {
-    unlink(Path("cert.pem").c_str());
-    unlink(Path("key.pem").c_str());
+    for (const char* f : {"cert.pem", "key.pem", "other_cert.pem", "other_key.pem"}) {
+      unlink(Path(f).c_str());
+    }
     rmdir(dir_.c_str());
   }
 
@@ -83,11 +84,47 @@ TEST_F(TlsTest, MutualTlsRequiresAClientCertificate) {
   ASSERT_TRUE(t.server);
   grpc::SslCredentialsOptions anonymous;
   anonymous.pem_root_certs = cert_;
-  EXPECT_FALSE(Call(t.address, grpc::SslCredentials(anonymous)).ok());
+  EXPECT_EQ(Call(t.address, grpc::SslCredentials(anonymous)).error_code(),
+            grpc::StatusCode::UNAVAILABLE);  // The handshake fails.
   grpc::SslCredentialsOptions with_cert = anonymous;
   with_cert.pem_private_key = key_;
   with_cert.pem_cert_chain = cert_;
   EXPECT_TRUE(Call(t.address, grpc::SslCredentials(with_cert)).ok());
+}
+
+// A certificate signed by a CA other than --tls-client-ca is no credential: the
+// handshake fails, while the right certificate on a fresh channel still works.
+TEST_F(TlsTest, MutualTlsRejectsACertificateFromAnotherCa) {
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
+      " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+      Path("other_key.pem") + " -out " + Path("other_cert.pem") + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto t = testing::StartServer(TlsOptions(true));
+  ASSERT_TRUE(t.server);
+  grpc::SslCredentialsOptions other;
+  other.pem_root_certs = cert_;  // The client trusts the server...
+  other.pem_private_key = Read(Path("other_key.pem"));
+  other.pem_cert_chain = Read(Path("other_cert.pem"));  // ...which does not trust this.
+  EXPECT_EQ(Call(t.address, grpc::SslCredentials(other)).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  grpc::SslCredentialsOptions trusted = other;
+  trusted.pem_private_key = key_;
+  trusted.pem_cert_chain = cert_;
+  EXPECT_TRUE(Call(t.address, grpc::SslCredentials(trusted)).ok());
+}
+
+// --tls-client-ca without a server certificate cannot take effect: startup fails rather
+// than serving plaintext to clients that were meant to be authenticated.
+TEST_F(TlsTest, ClientCaWithoutServerCertificateFailsAtStartup) {
+  ServerOptions o = testing::LoopbackOptions();
+  o.tls.client_ca_file = Path("cert.pem");
+  auto server = Server::Start(o);
+  ASSERT_FALSE(server.ok()) << (*server)->Describe();
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(server.status().message()).find("--tls-client-ca needs --tls-cert"),
+            std::string::npos)
+      << server.status();
 }
 
 // Probes that cannot speak TLS (Kubernetes' gRPC probes, the image's HEALTHCHECK) use a
