@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -118,11 +122,116 @@ TEST_F(IntegrationTest, MessagesOverTheLimitAreRejectedByTransport) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
-TEST_F(IntegrationTest, ExpiredDeadlineIsNotComputed) {
+// Wraps the real executor: records each job's final status, and can hold the first job
+// on its worker (inside the executor's pre-run cancellation check) until Open().
+class RecordingExecutor final : public Executor {
+ public:
+  explicit RecordingExecutor(std::unique_ptr<Executor> real) : real_(std::move(real)) {}
+  const DeviceSet& devices() const override { return real_->devices(); }
+  const RuntimeInfo& info() const override { return real_->info(); }
+  void Submit(Job job, JobDone done) override {
+    int index;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      index = submitted_++;
+      cv_.notify_all();
+    }
+    if (index == 0) {
+      job.is_cancelled = [this, inner = std::move(job.is_cancelled)] {
+        std::unique_lock<std::mutex> lock(mu_);
+        first_running_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return open_; });
+        return inner && inner();
+      };
+    }
+    real_->Submit(std::move(job),
+                  [this, done = std::move(done)](absl::Status s, const JobTiming& t) {
+                    {
+                      std::lock_guard<std::mutex> lock(mu_);
+                      finished_.push_back({s, t});
+                      cv_.notify_all();
+                    }
+                    done(std::move(s), t);
+                  });
+  }
+  void Shutdown() override {
+    Open();
+    real_->Shutdown();
+  }
+
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Waits (a minute at most) until `pred` holds; returns whether it does.
+  bool WaitUntil(const std::function<bool()>& pred) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(60), pred);
+  }
+  // Read with mu_ held: inside a WaitUntil predicate.
+  int submitted() const { return submitted_; }
+  bool first_running() const { return first_running_; }
+  size_t finished_count() const { return finished_.size(); }
+  std::vector<std::pair<absl::Status, JobTiming>> finished() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finished_;
+  }
+
+ private:
+  std::unique_ptr<Executor> real_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int submitted_ = 0;
+  bool first_running_ = false, open_ = false;
+  std::vector<std::pair<absl::Status, JobTiming>> finished_;
+};
+
+// A request whose deadline passes while it waits in the server's queue is not computed:
+// one CPU worker, inline runs off, the worker held on a large job; a small request with a
+// deadline arrives, is queued, and its deadline passes (the client sees
+// DEADLINE_EXCEEDED); once the worker is free, the executor refuses to run it.
+TEST(DeadlineTest, ExpiredDeadlineIsNotComputed) {
+  auto options = testing::LoopbackOptions();
+  options.executor.cpu_workers = 1;
+  options.executor.inline_max_bytes = 0;
+  auto real = Executor::Create(options.executor);
+  ASSERT_TRUE(real.ok()) << real.status();
+  auto recording = std::make_unique<RecordingExecutor>(std::move(*real));
+  RecordingExecutor* rec = recording.get();
+  auto t = testing::StartServer(options, std::move(recording));
+  ASSERT_TRUE(t.server);
+
+  grpc::ClientContext big_ctx;
+  big_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  ScaleShiftRequest big = MakeRequest(DType::kFloat32, {4 << 20}, 2.0, 1.0, 1);
+  ScaleShiftResponse big_response;
+  std::promise<grpc::Status> big_done;
+  t.stub->async()->ScaleShift(&big_ctx, &big, &big_response,
+                              [&](grpc::Status s) { big_done.set_value(s); });
+  ASSERT_TRUE(rec->WaitUntil([rec] { return rec->first_running(); }));
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
   ScaleShiftResponse response;
-  grpc::Status status =
-      Call(MakeRequest(DType::kFloat32, {1 << 20}, 1, 0), &response, std::chrono::milliseconds(0));
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  std::promise<grpc::Status> small_done;
+  ScaleShiftRequest small = MakeRequest(DType::kFloat32, {256}, 2.0, 1.0, 2);
+  t.stub->async()->ScaleShift(&ctx, &small, &response,
+                              [&](grpc::Status s) { small_done.set_value(s); });
+  ASSERT_TRUE(rec->WaitUntil([rec] { return rec->submitted() == 2; }))
+      << "the small request never reached the executor";
+  EXPECT_EQ(small_done.get_future().get().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  rec->Open();  // The worker finishes the large job, then takes the expired one.
+  ASSERT_TRUE(big_done.get_future().get().ok());
+  EXPECT_TRUE(big_response.output().data() == Expected(big));
+  ASSERT_TRUE(rec->WaitUntil([&] { return rec->finished_count() == 2; }));
+  auto finished = rec->finished();
+  EXPECT_TRUE(finished[0].first.ok()) << finished[0].first;
+  EXPECT_EQ(finished[1].first.code(), absl::StatusCode::kDeadlineExceeded) << finished[1].first;
+  EXPECT_NE(std::string(finished[1].first.message()).find("deadline passed before the request ran"),
+            std::string::npos);
+  EXPECT_EQ(finished[1].second.compute_ns, 0);  // Not computed.
 }
 
 TEST_F(IntegrationTest, StreamingPipelinesAndKeepsGoingAfterBadRequests) {

@@ -173,7 +173,12 @@ TEST(ServiceTest, GracefulShutdownCompletesInflightRequestsAndRefusesNewOnes) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
   myops::v1::ScaleShiftResponse response;
   auto refused = fresh_stub->ScaleShift(&ctx, MakeRequest(DType::kFloat32, {4}, 1, 0), &response);
-  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
+  // So is a new call on a connection that was open before the shutdown.
+  grpc::ClientContext late;
+  late.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  auto late_status = t.stub->ScaleShift(&late, MakeRequest(DType::kFloat32, {4}, 1, 0), &response);
+  EXPECT_EQ(late_status.error_code(), grpc::StatusCode::UNAVAILABLE) << late_status.error_message();
 
   g->Release(5);
   for (auto& c : inflight) {
