@@ -1,93 +1,64 @@
-// End to end with the real myops-server binary: startup line, health, info, and a
-// SIGTERM while requests are in flight (each gets its correct response; exit code 0).
+// End to end with the real myops-server binary: the startup line, health, info, and
+// SIGTERM: health turns NOT_SERVING, RPCs arriving during --drain-delay are served, then
+// new RPCs get UNAVAILABLE while those in flight finish (unary calls and an open stream),
+// and the process exits 0; or, when --grace-period runs out, what is still in flight is
+// cancelled and the process still exits 0.
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <regex>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "reference.h"
+#include "server_process.h"
 #include "test_server.h"
-
-extern char** environ;
 
 namespace myops::server {
 namespace {
 
 using myops::v1::ScaleShiftRequest;
 using myops::v1::ScaleShiftResponse;
+using testing::ServerProcess;
 
-// The binary under test: MYOPS_SERVER_BINARY from the environment, else the build's.
-const char* ServerBinary() {
-  const char* env = std::getenv("MYOPS_SERVER_BINARY");
-  return env != nullptr && *env != '\0' ? env : MYOPS_SERVER_BINARY;
+using Stream = grpc::ClientReaderWriter<ScaleShiftRequest, myops::v1::ScaleShiftStreamResponse>;
+
+// One request on `stream` and its answer, checked against the CPU operator.
+void Exchange(Stream* stream, uint64_t id) {
+  ScaleShiftRequest request = testing::MakeRequest(DType::kFloat32, {1024}, 2.0, 1.0, id);
+  ASSERT_TRUE(stream->Write(request));
+  myops::v1::ScaleShiftStreamResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.request_id(), id);
+  ASSERT_TRUE(response.has_response()) << response.error().message();
+  EXPECT_TRUE(
+      response.response().output().data() ==
+      testing::ReferenceScaleShift(DType::kFloat32, {1024}, request.input().data(), 2.0, 1.0));
 }
 
-// A myops-server child process; killed if the test ends early.
-class ServerProcess {
- public:
-  explicit ServerProcess(std::vector<std::string> args) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
-    args.insert(args.begin(), ServerBinary());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, ServerBinary(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    close(out[1]);
-    stdout_ = fdopen(out[0], "r");
+grpc::Status SmallCall(myops::v1::Myops::Stub* stub) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ScaleShiftResponse response;
+  auto request = testing::MakeRequest(DType::kFloat32, {64}, 2.0, 1.0, 99);
+  grpc::Status status = stub->ScaleShift(&ctx, request, &response);
+  if (status.ok()) {
+    EXPECT_TRUE(response.output().data() == testing::ReferenceScaleShift(DType::kFloat32, {64},
+                                                                         request.input().data(),
+                                                                         2.0, 1.0));
   }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (stdout_) fclose(stdout_);
-  }
-  // Reads stdout until the startup line; returns the port (0 if the server died).
-  int WaitForPort(std::string* line) {
-    char buf[4096];
-    std::regex re("listening on 127\\.0\\.0\\.1:([0-9]+)");
-    while (stdout_ && fgets(buf, sizeof buf, stdout_)) {
-      std::cmatch m;
-      if (std::regex_search(buf, m, re)) {
-        *line = buf;
-        return std::stoi(m[1].str());
-      }
-    }
-    return 0;
-  }
-  void Signal(int sig) { kill(pid_, sig); }
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  pid_t pid_ = -1;
-  FILE* stdout_ = nullptr;
-};
+  return status;
+}
 
 TEST(EndToEndTest, ServesThenDrainsOnSigtermWithoutLosingRequests) {
   ServerProcess server({"--address", "127.0.0.1:0", "--devices", "cpu", "--cpu-workers", "1",
-                        "--drain-delay", "2", "--grace-period", "60", "--max-message-bytes",
+                        "--drain-delay", "5", "--grace-period", "60", "--max-message-bytes",
                         "536870912"});
-  std::string line;
-  const int port = server.WaitForPort(&line);
-  ASSERT_GT(port, 0) << "server did not start";
+  const int port = server.WaitForPort();
+  ASSERT_GT(port, 0) << "server did not start:\n" << server.output();
+  const std::string& line = server.startup_line();
+  EXPECT_NE(line.find("listening on 127.0.0.1:" + std::to_string(port)), std::string::npos);
   EXPECT_NE(line.find("devices: cpu"), std::string::npos) << line;
   EXPECT_NE(line.find("torch "), std::string::npos) << line;
   EXPECT_NE(line.find("max_inflight="), std::string::npos) << line;
@@ -101,7 +72,11 @@ TEST(EndToEndTest, ServesThenDrainsOnSigtermWithoutLosingRequests) {
     ASSERT_TRUE(stub->ServerInfo(&ctx, {}, &info).ok());
     EXPECT_EQ(info.operators_size(), 3);
   }
-
+  // A stream opened before SIGTERM and kept open through the whole drain.
+  grpc::ClientContext stream_ctx;
+  stream_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
+  auto stream = stub->ScaleShiftStream(&stream_ctx);
+  ASSERT_NO_FATAL_FAILURE(Exchange(stream.get(), 1));
   // Eight 16 MiB requests at once on one worker; once the first answer is back, every
   // call has been started on the server (HTTP/2 sends all headers first): SIGTERM then.
   constexpr int kCalls = 8;
@@ -137,11 +112,18 @@ TEST(EndToEndTest, ServesThenDrainsOnSigtermWithoutLosingRequests) {
   server.Signal(SIGTERM);
   // Draining: health reports NOT_SERVING (2) while the server still answers.
   int health = 1;
-  for (int i = 0; i < 200 && health == 1; ++i) {
+  for (int i = 0; i < 2000 && health == 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     health = testing::HealthStatus(channel, "");
   }
   EXPECT_EQ(health, 2);
+  // An RPC arriving during --drain-delay, from a client that has not noticed (a new
+  // connection), is served.
+  {
+    auto fresh = myops::v1::Myops::NewStub(testing::Connect(address));
+    grpc::Status during = SmallCall(fresh.get());
+    EXPECT_TRUE(during.ok()) << during.error_message();
+  }
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return finished == kCalls; });
@@ -152,22 +134,43 @@ TEST(EndToEndTest, ServesThenDrainsOnSigtermWithoutLosingRequests) {
                 testing::ReferenceScaleShift(DType::kFloat32, {4 << 20}, c->request.input().data(),
                                              2.0, -1.0));
   }
-  // After the drain, new RPCs are refused; the process exits 0.
-  const int code = server.Wait();
-  EXPECT_EQ(code, 0);
-  grpc::ClientContext late;
-  late.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  ScaleShiftResponse response;
-  EXPECT_FALSE(stub->ScaleShift(&late, calls[0]->request, &response).ok());
+  // After the drain delay, new RPCs are refused with UNAVAILABLE; the open stream keeps
+  // the process alive meanwhile.
+  grpc::Status late;
+  for (int i = 0; i < 1200 && late.ok(); ++i) {
+    late = SmallCall(stub.get());
+    if (late.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::UNAVAILABLE) << late.error_message();
+  EXPECT_TRUE(server.Running());
+  // The stream, in flight since before SIGTERM, is still served and completes.
+  ASSERT_NO_FATAL_FAILURE(Exchange(stream.get(), 2));
+  ASSERT_TRUE(stream->WritesDone());
+  grpc::Status finish = stream->Finish();
+  EXPECT_TRUE(finish.ok()) << finish.error_message();
+  EXPECT_EQ(server.Wait(), 0) << server.output();
+  EXPECT_NE(server.output().find("myops-server: stopped"), std::string::npos) << server.output();
 }
 
-TEST(EndToEndTest, HelpListsEveryFlagAndBadFlagsFail) {
-  ServerProcess help({"--help"});
-  EXPECT_EQ(help.Wait(), 0);
-  ServerProcess bad({"--max-inflight", "-3"});
-  EXPECT_NE(bad.Wait(), 0);
-  ServerProcess no_gpu({"--devices", "cuda:5", "--address", "127.0.0.1:0"});
-  EXPECT_EQ(no_gpu.Wait(), 1);
+// When --grace-period runs out, what is still in flight (a stream its client keeps open)
+// is cancelled and the process still exits 0.
+TEST(EndToEndTest, GracePeriodExpiryCancelsWhatIsInFlightAndExitsZero) {
+  ServerProcess server({"--address", "127.0.0.1:0", "--devices", "cpu", "--drain-delay", "0",
+                        "--grace-period", "1"});
+  const int port = server.WaitForPort();
+  ASSERT_GT(port, 0) << "server did not start:\n" << server.output();
+  auto stub = myops::v1::Myops::NewStub(testing::Connect("127.0.0.1:" + std::to_string(port)));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
+  auto stream = stub->ScaleShiftStream(&ctx);
+  ASSERT_NO_FATAL_FAILURE(Exchange(stream.get(), 1));
+  server.Signal(SIGTERM);
+  myops::v1::ScaleShiftStreamResponse response;
+  EXPECT_FALSE(stream->Read(&response));  // Returns once the server cancels the stream.
+  grpc::Status status = stream->Finish();
+  // The server's hard stop closes the connection: the client sees UNAVAILABLE.
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_EQ(server.Wait(), 0) << server.output();
 }
 
 }  // namespace
