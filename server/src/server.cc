@@ -23,6 +23,18 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) 
   return ss.str();
 }
 
+// A cheap sanity check of a PEM file's framing, so that a wrong file (a key given as the
+// certificate, a DER file) is named at startup instead of gRPC's "cannot listen".
+absl::Status CheckPem(const std::string& pem, const char* flag, const std::string& path,
+                      const char* kind, const char* begin, const char* end) {
+  const size_t at = pem.find(begin);
+  if (at == std::string::npos || pem.find(end, at) == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " file \"", path, "\" is not ", kind,
+                                                   " (no \"", begin, "...", end, "\" block)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsOptions& tls) {
   if (tls.cert_file.empty() && tls.key_file.empty()) {
     // A client CA alone would leave the server in plaintext while its operator believes
@@ -40,11 +52,26 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsOp
   if (!cert.ok()) return cert.status();
   auto key = ReadFile(tls.key_file, "--tls-key");
   if (!key.ok()) return key.status();
+  if (auto s = CheckPem(*cert, "--tls-cert", tls.cert_file, "a PEM certificate",
+                        "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----");
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckPem(*key, "--tls-key", tls.key_file, "a PEM private key", "-----BEGIN ",
+                        "PRIVATE KEY-----");
+      !s.ok()) {
+    return s;
+  }
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({*key, *cert});
   if (!tls.client_ca_file.empty()) {
     auto ca = ReadFile(tls.client_ca_file, "--tls-client-ca");
     if (!ca.ok()) return ca.status();
+    if (auto s = CheckPem(*ca, "--tls-client-ca", tls.client_ca_file, "a PEM certificate",
+                          "-----BEGIN CERTIFICATE-----", "-----END CERTIFICATE-----");
+        !s.ok()) {
+      return s;
+    }
     ssl.pem_root_certs = *ca;
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
@@ -77,6 +104,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would start and
+  // silently take a share of its connections. A port in use is a startup error instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.address, *credentials, &s->port_);
   auto clamp = [](int64_t bytes) {
     return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
@@ -101,10 +131,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0) {
     s->executor_->Shutdown();
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.address,
+        options.tls.cert_file.empty()
+            ? " (address in use or not local? gRPC's log above says why)"
+            : " (address in use, or --tls-cert and --tls-key do not match? gRPC's log above "
+              "says why)"));
   }
   if (!options.health_address.empty()) {
     grpc::ServerBuilder health_builder;  // No services: gRPC adds the default health one.
+    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     health_builder.AddListeningPort(options.health_address, grpc::InsecureServerCredentials(),
                                     &s->health_port_);
     s->health_server_ = health_builder.BuildAndStart();
