@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # End-to-end test of the real binaries: starts echo_server on a free port, runs myops-cli
 # info / health / scale-shift against it (and its error paths), checks .npy files against
-# NumPy when PYTHON has it, then stops the server with SIGTERM and expects exit status 0.
-#   cli_echo_test.sh ECHO_SERVER MYOPS_CLI [PYTHON]
+# NumPy (PYTHON must have it: scripts/bootstrap.sh installs it; a missing NumPy fails the
+# test rather than passing it unchecked), then stops the server with SIGTERM and expects
+# exit status 0.
+#   cli_echo_test.sh ECHO_SERVER MYOPS_CLI PYTHON
 set -euo pipefail
 
 echo_server=$1
 cli=$2
-python=${3:-}
+python=$3
 work=$(mktemp -d)
 server_pid=
 cleanup() {
@@ -86,25 +88,24 @@ expect_in err "NOT_FOUND"
 expect_ok scale-shift --target "$address" --shape 2,3 --dtype float64 --output "$work/y.npy"
 [[ -s $work/y.npy ]] || fail "no y.npy written"
 
-if [[ -n $python ]] && "$python" -c 'import numpy' 2>/dev/null; then
-  # NumPy writes the inputs and reads what myops-cli wrote (the echo returns the input).
-  for dtype in float32 float64 float16; do
-    "$python" -c "import numpy as np; np.save('$work/x_$dtype.npy', \
-      (np.arange(24).reshape(2, 3, 4) / 7).astype('$dtype'))"
-    expect_ok scale-shift --target "$address" --input "$work/x_$dtype.npy" \
-      --output "$work/y_$dtype.npy"
-    "$python" -c "import numpy as np, sys; x = np.load('$work/x_$dtype.npy'); \
-      y = np.load('$work/y_$dtype.npy'); \
-      sys.exit(0 if x.dtype == y.dtype and x.shape == y.shape and (x == y).all() else 1)" ||
-      fail "NumPy disagrees with myops-cli about $dtype .npy files"
-  done
-  "$python" -c "import numpy as np; np.save('$work/f.npy', np.asfortranarray(np.ones((2, 3), 'f4')))"
-  run_cli scale-shift --target "$address" --input "$work/f.npy"
-  [[ $rc -eq 1 ]] || fail "fortran-order input: exit $rc, expected 1"
-  expect_in err "Fortran order"
-else
-  echo "NumPy not available: skipping the NumPy interoperability checks"
+if ! "$python" -c 'import numpy' 2>/dev/null; then
+  fail "$python cannot import numpy (scripts/bootstrap.sh installs it)"
 fi
+# NumPy writes the inputs and reads what myops-cli wrote (the echo returns the input).
+for dtype in float32 float64 float16; do
+  "$python" -c "import numpy as np; np.save('$work/x_$dtype.npy', \
+    (np.arange(24).reshape(2, 3, 4) / 7).astype('$dtype'))"
+  expect_ok scale-shift --target "$address" --input "$work/x_$dtype.npy" \
+    --output "$work/y_$dtype.npy"
+  "$python" -c "import numpy as np, sys; x = np.load('$work/x_$dtype.npy'); \
+    y = np.load('$work/y_$dtype.npy'); \
+    sys.exit(0 if x.dtype == y.dtype and x.shape == y.shape and (x == y).all() else 1)" ||
+    fail "NumPy disagrees with myops-cli about $dtype .npy files"
+done
+"$python" -c "import numpy as np; np.save('$work/f.npy', np.asfortranarray(np.ones((2, 3), 'f4')))"
+run_cli scale-shift --target "$address" --input "$work/f.npy"
+[[ $rc -eq 1 ]] || fail "fortran-order input: exit $rc, expected 1"
+expect_in err "Fortran order"
 
 kill -TERM "$server_pid"
 set +e

@@ -72,37 +72,36 @@ echo "bearer token OK"
 
 # TLS: a self-signed certificate for 127.0.0.1 and localhost; the CLI trusts it with
 # --tls-ca (and presents it with --tls-cert/--tls-key for mutual TLS), fails without it,
-# and names an unreadable file precisely.
-if openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
+# and names an unreadable file precisely. openssl is a test dependency (scripts/bootstrap.sh
+# installs it): without it the test fails rather than passing with TLS unchecked.
+command -v openssl >/dev/null || { echo "openssl not found (scripts/bootstrap.sh installs it)"; exit 1; }
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
     -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null; then
-  myops_start tls "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
-    --tls-cert "$work/cert.pem" --tls-key "$work/key.pem"
-  tls=$MYOPS_ADDR
-  "$cli" --target "$tls" --tls-ca "$work/cert.pem" health | grep -qx SERVING
-  "$cli" --target "localhost:${tls##*:}" --tls-ca "$work/cert.pem" --tls-server-name localhost \
-    info | grep -q "myops::scale_shift"
-  set +e
-  "$cli" --target "$tls" --deadline-ms 3000 health >/dev/null 2>"$work/err"
-  plain=$?
-  "$cli" --target "$tls" --tls-ca "$work/absent.pem" health >/dev/null 2>"$work/err2"
-  absent=$?
-  set -e
-  [[ $plain -eq 1 ]] || { echo "plaintext against TLS: expected exit 1, got $plain"; exit 1; }
-  [[ $absent -eq 1 ]] && grep -q -- '--tls-ca: cannot read' "$work/err2" ||
-    { echo "absent --tls-ca: exit $absent"; cat "$work/err2"; exit 1; }
-  # Mutual TLS: the same certificate is the client CA and the client's certificate.
-  myops_start mtls "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
-    --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-client-ca "$work/cert.pem"
-  mtls=$MYOPS_ADDR
-  "$cli" --target "$mtls" --tls-ca "$work/cert.pem" --tls-cert "$work/cert.pem" \
-    --tls-key "$work/key.pem" health | grep -qx SERVING
-  set +e
-  "$cli" --target "$mtls" --tls-ca "$work/cert.pem" --deadline-ms 3000 health >/dev/null 2>&1
-  anonymous=$?
-  set -e
-  [[ $anonymous -eq 1 ]] || { echo "mTLS without a client certificate: exit $anonymous"; exit 1; }
-  echo "cli TLS and mutual TLS OK"
-else
-  echo "openssl not available: TLS part skipped"
-fi
+    -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+myops_start tls "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem"
+tls=$MYOPS_ADDR
+"$cli" --target "$tls" --tls-ca "$work/cert.pem" health | grep -qx SERVING
+"$cli" --target "localhost:${tls##*:}" --tls-ca "$work/cert.pem" --tls-server-name localhost \
+  info | grep -q "myops::scale_shift"
+set +e
+"$cli" --target "$tls" --deadline-ms 3000 health >/dev/null 2>"$work/err"
+plain=$?
+"$cli" --target "$tls" --tls-ca "$work/absent.pem" health >/dev/null 2>"$work/err2"
+absent=$?
+set -e
+[[ $plain -eq 1 ]] || { echo "plaintext against TLS: expected exit 1, got $plain"; exit 1; }
+[[ $absent -eq 1 ]] && grep -q -- '--tls-ca: cannot read' "$work/err2" ||
+  { echo "absent --tls-ca: exit $absent"; cat "$work/err2"; exit 1; }
+# Mutual TLS: the same certificate is the client CA and the client's certificate.
+myops_start mtls "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --tls-client-ca "$work/cert.pem"
+mtls=$MYOPS_ADDR
+"$cli" --target "$mtls" --tls-ca "$work/cert.pem" --tls-cert "$work/cert.pem" \
+  --tls-key "$work/key.pem" health | grep -qx SERVING
+set +e
+"$cli" --target "$mtls" --tls-ca "$work/cert.pem" --deadline-ms 3000 health >/dev/null 2>&1
+anonymous=$?
+set -e
+[[ $anonymous -eq 1 ]] || { echo "mTLS without a client certificate: exit $anonymous"; exit 1; }
+echo "cli TLS and mutual TLS OK"
