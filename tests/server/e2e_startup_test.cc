@@ -49,10 +49,16 @@ class BusyPort {
 TEST(StartupTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
   std::string out;
   ASSERT_EQ(RunServer({"--help"}, &out), 0) << out;
-  for (const char* flag : {"address", "devices", "cpu-workers", "cuda-workers", "intra-op-threads",
-                           "inline-max-bytes", "max-message-bytes", "max-elements", "max-inflight",
-                           "drain-delay", "grace-period", "log-level", "tls-cert", "tls-key",
-                           "tls-client-ca", "reflection", "health-address", "metrics-address"}) {
+  for (const char* flag : {"address",           "devices",
+                           "cpu-workers",       "cuda-workers",
+                           "intra-op-threads",  "inline-max-bytes",
+                           "max-message-bytes", "max-elements",
+                           "max-inflight",      "max-inflight-bytes",
+                           "max-streams",       "drain-delay",
+                           "grace-period",      "log-level",
+                           "tls-cert",          "tls-key",
+                           "tls-client-ca",     "reflection",
+                           "health-address",    "metrics-address"}) {
     std::string env = std::string("MYOPS_") + flag;
     for (char& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     EXPECT_NE(out.find(std::string("--") + flag + " "), std::string::npos) << flag << "\n" << out;
