@@ -134,6 +134,7 @@ class RecordingExecutor final : public Executor {
     {
       std::lock_guard<std::mutex> lock(mu_);
       index = submitted_++;
+      deadlines_.push_back(job.deadline);
       cv_.notify_all();
     }
     if (index == 0) {
@@ -174,6 +175,10 @@ class RecordingExecutor final : public Executor {
   int submitted() const { return submitted_; }
   bool first_running() const { return first_running_; }
   size_t finished_count() const { return finished_.size(); }
+  std::chrono::steady_clock::time_point deadline(int index) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return deadlines_.at(static_cast<size_t>(index));
+  }
   std::vector<std::pair<absl::Status, JobTiming>> finished() {
     std::lock_guard<std::mutex> lock(mu_);
     return finished_;
@@ -186,12 +191,14 @@ class RecordingExecutor final : public Executor {
   int submitted_ = 0;
   bool first_running_ = false, open_ = false;
   std::vector<std::pair<absl::Status, JobTiming>> finished_;
+  std::vector<std::chrono::steady_clock::time_point> deadlines_;  // as submitted
 };
 
 // A request whose deadline passes while it waits in the server's queue is not computed:
 // one CPU worker, inline runs off, the worker held on a large job; a small request with a
 // deadline arrives, is queued, and its deadline passes (the client sees
-// DEADLINE_EXCEEDED); once the worker is free, the executor refuses to run it.
+// DEADLINE_EXCEEDED, then the server's own deadline passes); once the worker is free,
+// the executor refuses to run it.
 TEST(DeadlineTest, ExpiredDeadlineIsNotComputed) {
   auto options = testing::LoopbackOptions();
   options.executor.cpu_workers = 1;
@@ -222,6 +229,10 @@ TEST(DeadlineTest, ExpiredDeadlineIsNotComputed) {
   ASSERT_TRUE(rec->WaitUntil([rec] { return rec->submitted() == 2; }))
       << "the small request never reached the executor";
   EXPECT_EQ(small_done.get_future().get().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The server's deadline can be a little later than the client's (transit, and the
+  // grpc-timeout header rounds up); the client's own cancellation reaches the server
+  // first. Let the server's deadline pass too, so that it is the deadline that stops it.
+  std::this_thread::sleep_until(rec->deadline(1));
   rec->Open();  // The worker finishes the large job, then takes the expired one.
   ASSERT_TRUE(big_done.get_future().get().ok());
   EXPECT_TRUE(big_response.output().data() == Expected(big));
