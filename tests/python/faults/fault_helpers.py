@@ -107,9 +107,11 @@ class ServerProcess:
         return samples
 
     def gauges_idle(self) -> bool:
-        """No request in flight and, where the server reports it, no memory held."""
+        """No request in flight and, where the server reports them, no memory held and
+        no stream open."""
         m = self.metrics()
-        return m["myops_inflight_requests"] == 0 and m.get("myops_memory_held_bytes", 0) == 0
+        return (m["myops_inflight_requests"] == 0 and m.get("myops_memory_held_bytes", 0) == 0
+                and m.get("myops_open_streams", 0) == 0)
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
