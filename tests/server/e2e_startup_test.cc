@@ -54,10 +54,11 @@ TEST(StartupTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
                            "intra-op-threads",  "inline-max-bytes",
                            "max-message-bytes", "max-elements",
                            "max-inflight",      "max-inflight-bytes",
-                           "max-streams",       "drain-delay",
-                           "grace-period",      "log-level",
-                           "tls-cert",          "tls-key",
-                           "tls-client-ca",     "reflection",
+                           "max-streams",       "max-concurrent-streams",
+                           "drain-delay",       "grace-period",
+                           "log-level",         "tls-cert",
+                           "tls-key",           "tls-client-ca",
+                           "auth-token-file",   "reflection",
                            "health-address",    "metrics-address"}) {
     std::string env = std::string("MYOPS_") + flag;
     for (char& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
