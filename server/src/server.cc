@@ -120,6 +120,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // gRPC shrinks flow-control windows, and beyond it resets streams).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              clamp(options.limits.max_concurrent_streams));
+  // No BDP probing: it grows the windows of streams that stopped reading, and the bytes
+  // clients push into them are held outside the budget (a hostile mix measured 420-540
+  // MiB above a 256 MiB budget with it, 350 without). The cost: a request over 64 KiB
+  // waits one round trip for its window (p50 +20-30 us at 64-256 KiB, bench/README.md).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   // Sized so that one message of the largest size can still arrive (and be refused with
   // a precise status) when the budget is full: below that, gRPC resets streams itself.
