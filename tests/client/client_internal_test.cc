@@ -131,6 +131,25 @@ TEST(ClientHealthCodecTest, DecodesTheStatusAndSkipsUnknownFields) {
             absl::StatusCode::kInternal);  // Length beyond the end.
 }
 
+// As protobuf reads them (a fuzzer compared the decoder with protobuf's parser): unknown
+// fields may be groups, and the status is an open enum, an int32 whatever the varint's
+// length, so 2^32 + 1 reads as 1 (SERVING).
+TEST(ClientHealthCodecTest, DecodesLikeProtobuf) {
+  // Group 5 {varint field 1 = 2}, then status 1.
+  EXPECT_EQ(*DecodeHealthCheckResponse(Buffer(std::string("\x2b\x08\x02\x2c\x08\x01", 6))),
+            ServingStatus::kServing);
+  EXPECT_EQ(*DecodeHealthCheckResponse(Buffer(std::string("\x08\x81\x80\x80\x80\x10", 6))),
+            ServingStatus::kServing);
+  EXPECT_EQ(*DecodeHealthCheckResponse(Buffer(std::string("\x08\x07", 2))),
+            ServingStatus::kUnknown);  // An enum value this client does not know.
+  EXPECT_EQ(DecodeHealthCheckResponse(Buffer(std::string("\x2b\x08\x02", 3))).status().code(),
+            absl::StatusCode::kInternal);  // A group without its end.
+  EXPECT_EQ(DecodeHealthCheckResponse(Buffer(std::string("\x2b\x34", 2))).status().code(),
+            absl::StatusCode::kInternal);  // A group ended by another field's end.
+  EXPECT_EQ(DecodeHealthCheckResponse(Buffer(std::string("\x2c", 1))).status().code(),
+            absl::StatusCode::kInternal);  // An end without a start.
+}
+
 myops::v1::ScaleShiftStreamResponse StreamResponse(uint64_t id) {
   myops::v1::ScaleShiftStreamResponse response;
   response.set_request_id(id);

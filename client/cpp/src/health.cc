@@ -1,14 +1,16 @@
-// Hand-encoded grpc.health.v1 messages and the blocking Check call (see health.h).
+// The grpc.health.v1 messages (requests encoded by hand, responses read through
+// google.protobuf.Int32Value) and the blocking Check call (see health.h).
 //
 //   message HealthCheckRequest { string service = 1; }
 //   message HealthCheckResponse { ServingStatus status = 1; }
 #include "health.h"
 
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
-#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wrappers.pb.h>
 
 #include "absl/strings/str_cat.h"
 #include "myops/wire/tensor_wire.h"
@@ -16,27 +18,7 @@
 namespace myops::client::internal {
 namespace {
 
-using google::protobuf::io::CodedInputStream;
-
-// Wire types of the protobuf encoding.
-constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
-
-bool SkipField(uint32_t tag, CodedInputStream* in) {
-  uint64_t varint = 0;
-  uint32_t length = 0;
-  switch (tag & 7) {
-    case kVarint:
-      return in->ReadVarint64(&varint);
-    case kFixed64:
-      return in->Skip(8);
-    case kLengthDelimited:
-      return in->ReadVarint32(&length) && in->Skip(static_cast<int>(length));
-    case kFixed32:
-      return in->Skip(4);
-    default:
-      return false;
-  }
-}
+constexpr int kLengthDelimited = 2;  // Wire type of the service name.
 
 }  // namespace
 
@@ -54,23 +36,17 @@ grpc::ByteBuffer EncodeHealthCheckRequest(const std::string& service) {
 absl::StatusOr<ServingStatus> DecodeHealthCheckResponse(const grpc::ByteBuffer& response) {
   std::string bytes;
   if (!wire::Flatten(response, &bytes)) return absl::InternalError("unreadable health response");
-  CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                      static_cast<int>(bytes.size()));
-  uint64_t status = 0;
-  bool ok = true;
-  while (ok) {
-    const uint32_t tag = in.ReadTag();
-    if (tag == 0) {  // End of input, or a malformed tag before it.
-      ok = in.CurrentPosition() == static_cast<int>(bytes.size());
-      break;
-    }
-    ok = tag == ((1 << 3) | kVarint) ? in.ReadVarint64(&status) : SkipField(tag, &in);
-  }
-  if (!ok) {
+  // google.protobuf.Int32Value { int32 value = 1; } has HealthCheckResponse's encoding (an
+  // open enum is an int32 on the wire), so protobuf's generated parser reads it exactly as
+  // a generated HealthCheckResponse would: unknown fields (groups too) skipped, the last
+  // status wins, a varint truncated to 32 bits.
+  google::protobuf::Int32Value parsed;
+  if (!parsed.ParseFromString(bytes)) {
     return absl::InternalError(
         absl::StrCat("malformed grpc.health.v1.HealthCheckResponse (", bytes.size(), " bytes)"));
   }
-  return status <= 3 ? static_cast<ServingStatus>(status) : ServingStatus::kUnknown;
+  const int32_t status = parsed.value();
+  return status >= 0 && status <= 3 ? static_cast<ServingStatus>(status) : ServingStatus::kUnknown;
 }
 
 grpc::Status CallHealthCheck(grpc::GenericStub& stub, grpc::ClientContext* context,
