@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything myops needs on a fresh Debian 12 machine, idempotently:
-# Debian packages (compilers, gRPC/Protobuf, GoogleTest, CLI11, prometheus-cpp, Ninja,
-# ccache) and a pinned PyTorch in a virtualenv OUTSIDE the repository, reused when present.
+# Debian packages (compilers, clang-14 with libFuzzer for tests/fuzz, gRPC/Protobuf,
+# GoogleTest, CLI11, prometheus-cpp, Ninja, ccache) and a pinned PyTorch in a virtualenv
+# OUTSIDE the repository, reused when present.
 #
 #   MYOPS_VENV      virtualenv path   (default: ~/.cache/myops/venv-torch<version>)
 #   MYOPS_TORCH     torch version pin (default: 2.11.0, built with CUDA 13.0 = our nvcc)
@@ -22,6 +23,7 @@ DEB_PACKAGES=(
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgtest-dev libgmock-dev libcli11-dev libgoogle-perftools-dev libabsl-dev
   clang-format openssl prometheus-cpp-dev
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
