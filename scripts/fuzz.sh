@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds (idempotently) and runs the libFuzzer targets of tests/fuzz:
+#   scripts/fuzz.sh SECONDS [TARGET...]     (default: every target; TARGET e.g. npy)
+# Each target runs SECONDS on a scratch copy of its seed corpus (tests/fuzz/corpus/<target>,
+# so the repository's corpus is never modified), with its dictionary from tests/fuzz/dict.
+# Crashes, leaks, timeouts and sanitizer reports are saved under
+# $MYOPS_FUZZ_BUILD_DIR/artifacts/ and make the script fail; one summary line per target
+# (executions, edge coverage, corpus size) is printed at the end.
+#   MYOPS_FUZZ_BUILD_DIR  build tree (default: <repo>/build-fuzz), clang-14, torch-free
+#   MYOPS_FUZZ_CORPUS_OUT keep each run's grown corpus in this folder (default: discarded)
+set -euo pipefail
+SECONDS_EACH="${1:?usage: scripts/fuzz.sh SECONDS [TARGET...]}"
+shift
+source "$(dirname "$0")/env.sh"
+BUILD="${MYOPS_FUZZ_BUILD_DIR:-$MYOPS_REPO/build-fuzz}"
+FUZZ_SRC="$MYOPS_REPO/tests/fuzz"
+TARGETS=("$@")
+((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy)
+
+mkdir -p "$BUILD"
+cmake -S "$MYOPS_REPO" -B "$BUILD" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DMYOPS_FUZZ=ON \
+  -DMYOPS_BUILD_OPS=OFF -DMYOPS_BUILD_PYTHON_CLIENT=OFF -DMYOPS_MALLOC=system \
+  >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log" >&2; exit 1; }
+cmake --build "$BUILD" --target myops_fuzzers
+
+ARTIFACTS="$BUILD/artifacts"
+mkdir -p "$ARTIFACTS"
+SCRATCH="$(mktemp -d)"
+trap 'rm -rf "$SCRATCH"' EXIT
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+failed=()
+summary=()
+for t in "${TARGETS[@]}"; do
+  dict="$FUZZ_SRC/dict/protobuf.dict"
+  [ "$t" = npy ] && dict="$FUZZ_SRC/dict/npy.dict"
+  corpus="$SCRATCH/$t"
+  mkdir -p "$corpus"
+  cp "$FUZZ_SRC/corpus/$t/"* "$corpus/"
+  log="$SCRATCH/$t.log"
+  echo "[fuzz] $t: ${SECONDS_EACH}s" >&2
+  rc=0
+  (cd "$SCRATCH" && "$BUILD/tests/fuzz/${t}_fuzzer" -max_total_time="$SECONDS_EACH" \
+     -timeout=10 -rss_limit_mb=2048 -max_len=4096 -dict="$dict" -print_final_stats=1 \
+     -artifact_prefix="$ARTIFACTS/$t-" "$corpus" >"$log" 2>&1) || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  edges=$(sed -n 's/.*Loaded [0-9]* modules *(\([0-9]*\) inline 8-bit counters).*/\1/p' "$log" | head -1)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*' || true)
+  summary+=("$t: ${execs:-?} execs in ${SECONDS_EACH}s, $last (of ${edges:-?} instrumented edges)")
+  if ((rc != 0)); then
+    failed+=("$t")
+    grep -E 'ERROR|violated|SUMMARY|artifact' "$log" >&2 || tail -n 30 "$log" >&2
+    cp "$log" "$ARTIFACTS/$t.log"
+  fi
+  if [ -n "${MYOPS_FUZZ_CORPUS_OUT:-}" ]; then
+    mkdir -p "$MYOPS_FUZZ_CORPUS_OUT/$t" && cp "$corpus/"* "$MYOPS_FUZZ_CORPUS_OUT/$t/"
+  fi
+done
+printf '[fuzz] %s\n' "${summary[@]}" >&2
+if ((${#failed[@]})); then
+  echo "[fuzz] FAILED: ${failed[*]} (inputs and logs in $ARTIFACTS)" >&2
+  exit 1
+fi

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/) from valid
+and near-valid messages, encoded by hand here (no protobuf or numpy needed). Rerun after
+changing it; the output is deterministic. Files are named after what they hold.
+
+The sliced targets (request, request_differential, response, health) read a split prefix
+first (see slices.h): one byte whose low 3 bits count the cuts, then one length per cut.
+Each message is written whole (prefix 0x00) and cut into a few slices.
+"""
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def varint(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def key(field, wire_type):
+    return varint(field << 3 | wire_type)
+
+
+def ld(field, payload):  # length-delimited field
+    return key(field, 2) + varint(len(payload)) + payload
+
+
+def tensor(dtype, shape, data, packed=True):
+    out = key(1, 0) + varint(dtype) if dtype else b""
+    if shape and packed:
+        out += ld(2, b"".join(varint(s & (2**64 - 1)) for s in shape))
+    elif shape:
+        out += b"".join(key(2, 0) + varint(s & (2**64 - 1)) for s in shape)
+    if data:
+        out += ld(3, data)
+    return out
+
+
+def request(t, alpha=2.0, beta=1.0, device=b"", request_id=0):
+    out = ld(1, t) + key(2, 1) + struct.pack("<d", alpha) + key(3, 1) + struct.pack("<d", beta)
+    if device:
+        out += ld(4, device)
+    if request_id:
+        out += key(5, 0) + varint(request_id)
+    return out
+
+
+def response(t, device=b"cpu"):
+    timing = b"".join(key(i, 0) + varint(1000 * i) for i in range(1, 6)) + ld(6, device)
+    return ld(1, t) + ld(2, timing)
+
+
+F32 = struct.pack("<4f", 1, 2, 3, 4)
+
+
+def request_messages():
+    yield "f32_2x2", request(tensor(1, [2, 2], F32))
+    yield "f64_3", request(tensor(2, [3], struct.pack("<3d", 1, 2, 3)), device=b"cpu")
+    yield "f16_scalar", request(tensor(3, [], b"\x00\x3c"), device=b"cuda:0", request_id=7)
+    yield "bf16_empty", request(tensor(4, [0, 5], b""))
+    yield "unpacked_shape", request(tensor(1, [1, 4], F32, packed=False))
+    yield "data_first", request(ld(3, F32) + key(1, 0) + varint(1) + ld(2, varint(4)))
+    yield "two_tensors_merge", ld(1, tensor(1, [4], b"")) + ld(1, ld(3, F32)) + key(2, 1) + bytes(8)
+    yield "unknown_fields", request(tensor(1, [4], F32) + key(9, 5) + bytes(4)) + ld(15, b"xyz") + \
+        key(16, 3) + key(1, 0) + b"\x01" + key(16, 4)
+    yield "negative_dim", request(tensor(1, [-1], F32))
+    yield "no_tensor", key(2, 1) + struct.pack("<d", 1.5)
+    yield "empty", b""
+    yield "truncated", request(tensor(1, [2, 2], F32))[:-5]
+    yield "wrong_wire_type_tensor", key(1, 0) + varint(5) + request(tensor(1, [1], F32[:4]))
+
+
+def response_messages():
+    yield "f32_2x2", response(tensor(1, [2, 2], F32))
+    yield "f64_1", response(tensor(2, [1], struct.pack("<d", 3)))
+    yield "empty_tensor", response(tensor(1, [0], b""))
+    yield "scalar_f16", response(tensor(3, [], b"\x00\x3c"))
+    yield "size_mismatch", response(tensor(1, [3], F32))
+    yield "huge_dims", response(tensor(1, [2**62, 2**62], b""))
+    yield "bad_dtype", response(tensor(9, [1], F32[:4]))
+    yield "no_output", ld(2, key(1, 0) + b"\x05")
+
+
+def health_messages():
+    for status in range(5):
+        yield f"status_{status}", key(1, 0) + varint(status) if status else b""
+    yield "status_long_varint", key(1, 0) + varint(2**32 + 1)
+    yield "unknown_fields", ld(2, b"abc") + key(3, 5) + bytes(4) + key(1, 0) + b"\x01" + key(4, 1) + bytes(8)
+    yield "group", key(5, 3) + key(1, 0) + b"\x02" + key(5, 4) + key(1, 0) + b"\x01"
+    yield "truncated", key(1, 0) + b"\x80"
+
+
+def splits(name, message):
+    yield f"{name}", b"\x00" + message
+    if len(message) > 4:
+        yield f"{name}.sliced", bytes([3, 1, len(message) // 3 % 256, 0]) + message
+
+
+def npy(descr, shape, data, version=1, fortran=False):
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    header = "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }" % (
+        descr, "True" if fortran else "False", dims)
+    prefix_len = 10 if version == 1 else 12
+    pad = (64 - (prefix_len + len(header) + 1) % 64) % 64
+    header = (header + " " * pad + "\n").encode("latin1")
+    size = struct.pack("<H", len(header)) if version == 1 else struct.pack("<I", len(header))
+    return b"\x93NUMPY" + bytes([version, 0]) + size + header + data
+
+
+def npy_files():
+    yield "f32_2x2.npy", npy("<f4", [2, 2], F32)
+    yield "f64_3.npy", npy("<f8", [3], struct.pack("<3d", 1, 2, 3))
+    yield "f16_scalar.npy", npy("<f2", [], b"\x00\x3c")
+    yield "empty.npy", npy("<f4", [0, 3], b"")
+    yield "v2.npy", npy("<f4", [1], F32[:4], version=2)
+    yield "v3.npy", npy("<f4", [1], F32[:4], version=3)
+    yield "fortran.npy", npy("<f4", [2, 2], F32, fortran=True)
+    yield "big_endian.npy", npy(">f4", [1], F32[:4])
+    yield "int32.npy", npy("<i4", [1], F32[:4])
+    yield "short_data.npy", npy("<f4", [3], F32[:8])
+
+
+def write(target, files):
+    folder = os.path.join(HERE, "corpus", target)
+    os.makedirs(folder, exist_ok=True)
+    for name, data in files:
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+
+
+def main():
+    req = [s for n, m in request_messages() for s in splits(n, m)]
+    write("request", req)
+    write("request_differential", req)
+    write("response", [s for n, m in response_messages() for s in splits(n, m)])
+    write("health", [s for n, m in health_messages() for s in splits(n, m)])
+    write("npy", npy_files())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+// Fuzz input -> grpc::ByteBuffer of several slices, for the targets whose parser walks a
+// received message slice by slice (myops::wire::ParseWithTensorData). The input chooses
+// the split: its first byte's low 3 bits are a count k of cuts, the next k bytes are the
+// lengths of the first k slices (0 is allowed: an empty slice), and the rest of the
+// message goes into one last slice. The message is what follows those 1 + k bytes.
+// Slices of up to 23 bytes are stored inline in grpc_slice itself, longer ones on the
+// heap, so both storage kinds reach the parser.
+#ifndef MYOPS_TESTS_FUZZ_SLICES_H_
+#define MYOPS_TESTS_FUZZ_SLICES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+namespace myops::fuzz {
+
+struct SlicedInput {
+  std::string message;  // The message bytes, contiguous (for reference parsers).
+  grpc::ByteBuffer buffer;
+};
+
+inline SlicedInput SplitIntoSlices(const uint8_t* data, size_t size) {
+  SlicedInput out;
+  size_t cuts = size > 0 ? (data[0] & 7) : 0;
+  size_t pos = size > 0 ? 1 : 0;
+  std::vector<size_t> lengths;
+  for (; cuts > 0 && pos < size; --cuts) lengths.push_back(data[pos++]);
+  out.message.assign(reinterpret_cast<const char*>(data + pos), size - pos);
+  std::vector<grpc::Slice> slices;
+  size_t offset = 0;
+  for (size_t length : lengths) {
+    if (length > out.message.size() - offset) length = out.message.size() - offset;
+    slices.emplace_back(out.message.data() + offset, length);  // Copies the bytes.
+    offset += length;
+  }
+  slices.emplace_back(out.message.data() + offset, out.message.size() - offset);
+  out.buffer = grpc::ByteBuffer(slices.data(), slices.size());
+  return out;
+}
+
+// Aborts with `what` on stderr: a broken property, reported by libFuzzer as a crash.
+[[noreturn]] inline void Fail(const char* what) {
+  fprintf(stderr, "fuzz property violated: %s\n", what);
+  __builtin_trap();
+}
+
+}  // namespace myops::fuzz
+
+#endif  // MYOPS_TESTS_FUZZ_SLICES_H_
