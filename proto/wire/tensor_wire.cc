@@ -32,6 +32,9 @@ using Span = std::pair<const uint8_t*, size_t>;
 // A forward cursor over a sequence of slices, as one byte string.
 class SliceReader {
  public:
+  // Protobuf refuses lengths within its 16 bytes of slop of INT_MAX.
+  static constexpr uint64_t kMaxLength = std::numeric_limits<int32_t>::max() - 16;
+
   explicit SliceReader(const std::vector<grpc::Slice>& slices) : slices_(slices) {
     for (const grpc::Slice& s : slices_) total_ += s.size();
     SkipEmpty();
@@ -50,6 +53,33 @@ class SliceReader {
       if ((byte & 0x80) == 0) return true;
     }
     return false;  // More than 10 bytes.
+  }
+
+  // A field's tag, as protobuf reads it: at most 5 bytes, bits beyond 32 dropped.
+  bool ReadTag(uint32_t* tag) {
+    *tag = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      if (position_ == total_) return false;
+      const uint8_t byte = slices_[index_].begin()[offset_];
+      Advance(1);
+      *tag |= static_cast<uint32_t>(byte & 0x7f) << shift;  // Truncates at shift 28.
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  // A length, as protobuf reads it: at most 5 bytes, the value below 2^31 - 16.
+  bool ReadLength(uint64_t* length) {
+    *length = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      if (position_ == total_) return false;
+      const uint8_t byte = slices_[index_].begin()[offset_];
+      if (shift == 28 && byte >= 8) return false;  // 2^31 or more.
+      Advance(1);
+      *length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) return *length <= kMaxLength;
+    }
+    return false;
   }
 
   // Moves `n` bytes ahead, appending them to `sink` and/or recording them as spans of the
@@ -89,7 +119,10 @@ class SliceReader {
 };
 
 bool ReadKey(SliceReader& in, uint64_t* key) {
-  return in.ReadVarint(key) && (*key >> 3) != 0 && *key <= std::numeric_limits<uint32_t>::max();
+  uint32_t tag = 0;
+  if (!in.ReadTag(&tag) || (tag >> 3) == 0) return false;
+  *key = tag;
+  return true;
 }
 
 // Moves past the value of a field with `key`, appending its encoding to `sink`, which may
@@ -115,7 +148,7 @@ Copied CopyValue(SliceReader& in, uint64_t key, std::string* sink, size_t limit,
     case kFixed64:
       return skip(8);
     case kLengthDelimited:
-      if (!in.ReadVarint(&value)) return Copied::kInvalid;
+      if (!in.ReadLength(&value)) return Copied::kInvalid;
       AppendVarint(value, sink);
       return skip(value);
     case kFixed32:
@@ -234,7 +267,7 @@ absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field
       continue;
     }
     uint64_t length = 0;
-    if (!in.ReadVarint(&length) || length > in.remaining()) return invalid();
+    if (!in.ReadLength(&length) || length > in.remaining()) return invalid();
     has_tensor = true;
     const uint64_t end = in.position() + length;
     while (in.position() < end) {
@@ -242,7 +275,7 @@ absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field
       if (!ReadKey(in, &tensor_key)) return invalid();
       if (tensor_key == Key(kTensorDataField, kLengthDelimited)) {
         uint64_t n = 0;
-        if (!in.ReadVarint(&n) || n > end - std::min(end, in.position())) return invalid();
+        if (!in.ReadLength(&n) || n > end - std::min(end, in.position())) return invalid();
         spans.clear();  // The last occurrence wins, as protobuf merges bytes fields.
         size = static_cast<size_t>(n);
         if (!in.Skip(n, nullptr, &spans)) return invalid();

@@ -13,6 +13,8 @@
 
 namespace internal = myops::client::internal;
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   myops::fuzz::SlicedInput input = myops::fuzz::SplitIntoSlices(bytes, size);
   absl::StatusOr<internal::ServingStatus> decoded =

@@ -73,6 +73,12 @@ def request_messages():
     yield "no_tensor", key(2, 1) + struct.pack("<d", 1.5)
     yield "empty", b""
     yield "truncated", request(tensor(1, [2, 2], F32))[:-5]
+    # Regressions: tag and length encodings protobuf reads its own way (wire/tensor_wire.cc).
+    yield "regress_tag_over_32_bits", bytes.fromhex(
+        "0a18f8feefff10041a100000803f000000400000404000008040110000000000000040190000000000"
+        "00f03f")
+    yield "regress_six_byte_tag", b"\x90\x80\x80\x80\x80\x00\x01"
+    yield "regress_six_byte_length", b"\x22\x81\x80\x80\x80\x00x"
     yield "wrong_wire_type_tensor", key(1, 0) + varint(5) + request(tensor(1, [1], F32[:4]))
 
 
@@ -92,7 +98,7 @@ def health_messages():
         yield f"status_{status}", key(1, 0) + varint(status) if status else b""
     yield "status_long_varint", key(1, 0) + varint(2**32 + 1)
     yield "unknown_fields", ld(2, b"abc") + key(3, 5) + bytes(4) + key(1, 0) + b"\x01" + key(4, 1) + bytes(8)
-    yield "group", key(5, 3) + key(1, 0) + b"\x02" + key(5, 4) + key(1, 0) + b"\x01"
+    yield "regress_group", key(5, 3) + key(1, 0) + b"\x02" + key(5, 4) + key(1, 0) + b"\x01"
     yield "truncated", key(1, 0) + b"\x80"
 
 

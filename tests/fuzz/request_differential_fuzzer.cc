@@ -23,6 +23,8 @@ void PrintHex(const char* label, const std::string& bytes) {
 
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   myops::fuzz::SlicedInput input = myops::fuzz::SplitIntoSlices(bytes, size);
   myops::v1::ScaleShiftRequest hand;

@@ -12,6 +12,8 @@
 #include "myops/wire/tensor_wire.h"
 #include "slices.h"
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   myops::fuzz::SlicedInput input = myops::fuzz::SplitIntoSlices(bytes, size);
   myops::v1::ScaleShiftRequest request;

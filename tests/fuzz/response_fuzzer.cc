@@ -14,6 +14,8 @@
 
 namespace client = myops::client;
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   myops::fuzz::SlicedInput input = myops::fuzz::SplitIntoSlices(bytes, size);
 

@@ -184,6 +184,16 @@ TEST(TensorWireTest, AcceptsExactlyWhatProtobufAccepts) {
   cases.push_back(std::string("\x7b\x08\x01\x74", 4));  // Group 15 ended as group 14.
   cases.push_back(std::string("\x7b\x73\x74\x7c", 4));  // Group 14 nested in group 15.
   cases.push_back(std::string(11, '\xff'));             // Overlong varint.
+  // Tags and lengths are read as protobuf reads them (a fuzzer found each difference):
+  // a tag in at most 5 bytes, its bits beyond 32 dropped; a length in at most 5 bytes,
+  // below 2^31.
+  cases.push_back(std::string("\x0a\x06\xf8\xfe\xef\xff\x10\x04", 8));  // Tag 2^32 + x.
+  cases.push_back(std::string("\x88\x80\x80\x80\x10\x01", 6));          // 2^32 + 8: field 1 varint.
+  cases.push_back(std::string("\x90\x80\x80\x80\x80\x00\x01", 7));      // 6-byte tag.
+  cases.push_back(std::string("\x22\x81\x80\x80\x80\x00x", 7));         // 6-byte length.
+  cases.push_back(std::string("\x22\x81\x80\x80\x80\x08", 6));          // Length 2^31 + 1.
+  cases.push_back(std::string("\x0a\x07\x1a\x81\x80\x80\x80\x00x", 9));  // Data's.
+  cases.push_back(std::string("\x0a\x82\x80\x80\x80\x00\x08\x01", 8));   // Tensor's.
   int accepted = 0;
   for (const std::string& bytes : cases) {
     v1::ScaleShiftRequest expected;
