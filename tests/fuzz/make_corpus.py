@@ -5,7 +5,8 @@ changing it; the output is deterministic. Files are named after what they hold.
 
 The sliced targets (request, request_differential, response, health) read a split prefix
 first (see slices.h): one byte whose low 3 bits count the cuts, then one length per cut.
-Each message is written whole (prefix 0x00) and cut into a few slices.
+Each message is written whole (prefix 0x00) and cut into a few slices; a few requests
+are padded to around the parser's head cap (bit 3 of the prefix, see slices.h).
 """
 import os
 import struct
@@ -140,8 +141,16 @@ def write(target, files):
             f.write(data)
 
 
+def padded(name, message):
+    # Bit 3 set: slices.h pads the message to the cap (high 4 bits 8), 8 bytes under
+    # (7) or over (9) it.
+    for high, where in ((7, "under"), (8, "at"), (9, "over")):
+        yield f"{name}.pad_{where}_cap", bytes([high << 4 | 8]) + message
+
+
 def main():
     req = [s for n, m in request_messages() for s in splits(n, m)]
+    req += list(padded("f32_2x2", request(tensor(1, [2, 2], F32))))
     write("request", req)
     write("request_differential", req)
     write("response", [s for n, m in response_messages() for s in splits(n, m)])
