@@ -1,16 +1,50 @@
-// Fuzz target: the server's request parser, myops::wire::ParseWithTensorData over a
-// myops.v1.ScaleShiftRequest (tensor field 1) received as several slices (see slices.h),
-// as the unary and stream handlers call it (also messages near kMaxHeadBytes). Beyond "no crash, no
-// sanitizer report", checks what callers rely on: the message's own data field stays empty, the
-// TensorData's accessors agree with each other, and its spans stay valid after a move.
+// Fuzz target: the server's request decoding, as the unary and stream handlers run it:
+// server::ParseRequest (myops::wire::ParseWithTensorData over a myops.v1.ScaleShiftRequest
+// received as several slices, see slices.h; also messages near kMaxHeadBytes), then
+// server::DecodeTensorHead with the default limits, then, for a valid request, the
+// response encoding (EncodeResponse with the input's bytes as the output). Beyond "no
+// crash, no sanitizer report", checks what callers rely on: refusals are
+// INVALID_ARGUMENT; the message's own data field stays empty; the TensorData accessors
+// agree and its spans stay valid after a move; an accepted tensor's size is
+// numel * itemsize; the encoded response parses back to the input's dtype, shape, bytes.
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "codec.h"
 #include "myops/v1/myops.pb.h"
 #include "myops/wire/tensor_wire.h"
 #include "slices.h"
+
+namespace {
+
+using myops::fuzz::Fail;
+
+void CheckResponse(const myops::v1::ScaleShiftRequest& request, const std::string& data) {
+  myops::v1::Timing timing;
+  timing.set_device("cpu");
+  const grpc::ByteBuffer encoded =
+      myops::server::EncodeResponse(request, grpc::Slice(data), timing);
+  myops::v1::ScaleShiftResponse response;
+  myops::wire::TensorData output;
+  if (!myops::wire::ParseWithTensorData(encoded, myops::v1::ScaleShiftResponse::kOutputFieldNumber,
+                                        &response, &output)
+           .ok()) {
+    Fail("the encoded response does not parse");
+  }
+  std::string bytes;
+  output.AppendTo(&bytes);
+  if (response.output().dtype() != request.input().dtype() ||
+      response.output().shape_size() != request.input().shape_size() ||
+      !std::equal(response.output().shape().begin(), response.output().shape().end(),
+                  request.input().shape().begin()) ||
+      bytes != data || response.request_id() != request.request_id()) {
+    Fail("the encoded response differs from the request it answers");
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
 
@@ -19,36 +53,49 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       myops::fuzz::SplitIntoSlices(bytes, size, myops::wire::kMaxHeadBytes);
   myops::v1::ScaleShiftRequest request;
   myops::wire::TensorData parsed;
-  const absl::Status status = myops::wire::ParseWithTensorData(
-      input.buffer, myops::v1::ScaleShiftRequest::kInputFieldNumber, &request, &parsed);
+  const absl::Status status = myops::server::ParseRequest(input.buffer, &request, &parsed);
   if (!status.ok()) {
     if (status.code() != absl::StatusCode::kInvalidArgument) {
-      myops::fuzz::Fail("a refusal with a code other than INVALID_ARGUMENT");
+      Fail("a refusal with a code other than INVALID_ARGUMENT");
     }
-    if (parsed.size() != 0) myops::fuzz::Fail("a refused message left data behind");
+    if (parsed.size() != 0) Fail("a refused message left data behind");
     return 0;
   }
-  if (!request.input().data().empty())
-    myops::fuzz::Fail("the data field was parsed into the message");
-  if (parsed.size() > input.message.size()) myops::fuzz::Fail("more data than message bytes");
-  if (parsed.size() != 0 && !request.has_input()) myops::fuzz::Fail("data without a tensor field");
+  if (!request.input().data().empty()) Fail("the data field was parsed into the message");
+  if (parsed.size() > input.message.size()) Fail("more data than message bytes");
+  if (parsed.size() != 0 && !request.has_input()) Fail("data without a tensor field");
 
   myops::wire::TensorData data = std::move(parsed);  // Spans must survive the move.
   input.buffer.Clear();                              // Data must not depend on the buffer.
   std::string appended;
   data.AppendTo(&appended);
-  if (appended.size() != data.size()) myops::fuzz::Fail("AppendTo wrote a different size");
+  if (appended.size() != data.size()) Fail("AppendTo wrote a different size");
   std::vector<uint8_t> copied(data.size());
   data.CopyTo(copied.data());
   if (data.size() != 0 && std::memcmp(copied.data(), appended.data(), data.size()) != 0) {
-    myops::fuzz::Fail("CopyTo and AppendTo disagree");
+    Fail("CopyTo and AppendTo disagree");
   }
   if (const uint8_t* flat = data.contiguous();
       flat != nullptr && data.size() != 0 && std::memcmp(flat, appended.data(), data.size()) != 0) {
-    myops::fuzz::Fail("contiguous() disagrees with AppendTo");
+    Fail("contiguous() disagrees with AppendTo");
   }
   // The data is a substring of the message (the bytes of its last data field).
-  if (input.message.find(appended) == std::string::npos)
-    myops::fuzz::Fail("data not from the message");
+  if (input.message.find(appended) == std::string::npos) Fail("data not from the message");
+
+  const absl::StatusOr<myops::server::TensorView> view = myops::server::DecodeTensorHead(
+      request.input(), data.size(), "input", myops::server::TensorLimits{});
+  if (!view.ok()) {
+    if (view.status().code() != absl::StatusCode::kInvalidArgument) {
+      Fail("DecodeTensorHead failed with a code other than INVALID_ARGUMENT");
+    }
+    return 0;
+  }
+  int64_t numel = 1;
+  for (int64_t d : view->shape) numel *= d;  // Checked by DecodeTensorHead: no overflow.
+  if (view->bytes != static_cast<int64_t>(data.size()) ||
+      numel * myops::server::ItemSize(view->dtype) != view->bytes) {
+    Fail("an accepted tensor's size is not numel * itemsize");
+  }
+  CheckResponse(request, appended);
   return 0;
 }
