@@ -175,9 +175,16 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-const void* RequestState::ContiguousInput() {
-  if (const uint8_t* bytes = input.contiguous()) return bytes;
-  gathered = grpc::Slice(grpc_slice_malloc(input.size()), grpc::Slice::STEAL_REF);
+bool RequestState::MustGather(int64_t alignment) const {
+  const uint8_t* bytes = input.contiguous();
+  return bytes == nullptr || reinterpret_cast<uintptr_t>(bytes) % alignment != 0;
+}
+
+const void* RequestState::ContiguousInput(int64_t alignment) {
+  if (!MustGather(alignment)) return input.contiguous();
+  // Never inline (grpc_slice_malloc keeps up to 23 bytes inside the grpc_slice, at an odd
+  // offset): a heap block, aligned for any item size.
+  gathered = grpc::Slice(grpc_slice_malloc_large(input.size()), grpc::Slice::STEAL_REF);
   uint8_t* out = const_cast<uint8_t*>(gathered.begin());  // Freshly allocated: ours.
   input.CopyTo(out);
   return out;
@@ -238,10 +245,10 @@ void MyopsService::Process(RequestState* state, Clock::time_point received,
   auto slot = executor_->devices().Resolve(*wanted, round_robin_.fetch_add(1));
   if (!slot.ok()) return fail(slot.status());
   // The memory held from here to the response's release: the input as received (twice
-  // when it must be gathered from several slices) and the output.
+  // when it must be gathered from several slices or realigned) and the output.
   const int64_t received_bytes = static_cast<int64_t>(state->input.size());
-  const int64_t need =
-      received_bytes * (state->input.contiguous() != nullptr ? 1 : 2) + input->bytes;
+  const int64_t item_size = ItemSize(input->dtype);
+  const int64_t need = received_bytes * (state->MustGather(item_size) ? 2 : 1) + input->bytes;
   if (!budget_.TryReserve(need, &state->reservation)) {
     if (need > budget_.limit()) {
       return fail(absl::ResourceExhaustedError(
@@ -254,7 +261,7 @@ void MyopsService::Process(RequestState* state, Clock::time_point received,
         "the server's memory budget is in use (", budget_.held(), " of ", budget_.limit(),
         " bytes held); this request needs ", need, " more; retry later")));
   }
-  input->data = state->ContiguousInput();
+  input->data = state->ContiguousInput(item_size);
   const auto decoded = Clock::now();
 
   Job job;

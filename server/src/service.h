@@ -59,11 +59,16 @@ class InflightLimiter {
 struct RequestState {
   myops::v1::ScaleShiftRequest request;
   wire::TensorData input;
-  grpc::Slice gathered;  // the input, contiguous, when it arrived in several slices
+  grpc::Slice gathered;  // the input, copied: when split over slices or misaligned
   grpc::Slice output;
   BudgetReservation reservation;
 
-  const void* ContiguousInput();
+  // Whether the input must be copied to be contiguous and aligned to `alignment` (its
+  // item size: kernels load whole elements, and a misaligned load is undefined behaviour).
+  bool MustGather(int64_t alignment) const;
+  // The input's bytes, contiguous and aligned to `alignment` (copied into `gathered` when
+  // MustGather).
+  const void* ContiguousInput(int64_t alignment);
 };
 
 // Thread-safe; borrows `executor`, which must outlive the gRPC server using this service.

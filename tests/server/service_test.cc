@@ -9,6 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "myops/wire/tensor_wire.h"
+#include "service.h"
 #include "test_server.h"
 
 namespace myops::server {
@@ -104,6 +106,30 @@ struct AsyncCall {
     return status;
   }
 };
+
+// The kernels load whole elements, so the input handed to them is aligned to its item
+// size even when its bytes sit at an odd offset of the received slice (UBSan reported
+// misaligned float loads in the CPU kernel before).
+TEST(RequestStateTest, InputIsRealignedForTheKernels) {
+  myops::v1::ScaleShiftRequest request;
+  request.mutable_input()->set_dtype(myops::v1::DTYPE_FLOAT32);
+  request.mutable_input()->add_shape(4);
+  const float values[4] = {1.5f, -2.0f, 3.25f, 4.0f};
+  request.mutable_input()->set_data(std::string(reinterpret_cast<const char*>(values), 16));
+  // 0a 17 | 08 01 | 12 01 04 | 1a 10 | data: the data starts at offset 9 of the slice.
+  grpc::Slice slice(request.SerializeAsString());
+  RequestState state;
+  ASSERT_TRUE(wire::ParseWithTensorData(grpc::ByteBuffer(&slice, 1),
+                                        myops::v1::ScaleShiftRequest::kInputFieldNumber,
+                                        &state.request, &state.input)
+                  .ok());
+  ASSERT_NE(reinterpret_cast<uintptr_t>(state.input.contiguous()) % 4, 0u);
+  EXPECT_TRUE(state.MustGather(4));
+  EXPECT_FALSE(state.MustGather(1));
+  const void* data = state.ContiguousInput(4);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % 4, 0u);
+  EXPECT_EQ(std::memcmp(data, values, sizeof(values)), 0);
+}
 
 TEST(ServiceTest, RequestsBeyondTheInflightLimitGetResourceExhaustedAtOnce) {
   auto options = testing::LoopbackOptions();
