@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the C++ test suites (README "Testing"), each in its own build tree:
+#   scripts/sanitize.sh address   ASan + UBSan (build-asan): every GoogleTest suite and the
+#                                 end-to-end tests of the real binaries, through CTest
+#   scripts/sanitize.sh thread    TSan (build-tsan): the C++ client's tests (unary, async
+#                                 and streams against the echo server); torch-free. What
+#                                 TSan can and cannot see here: tests/sanitizers/tsan.supp
+# Built with gcc, RelWithDebInfo, the system allocator and no CUDA (MyopsSanitizers.cmake).
+# libtorch, gRPC, protobuf and abseil come from binary packages and are not instrumented;
+# what that costs is written in tests/sanitizers/*.supp, one justified entry at a time.
+#   MYOPS_SANITIZE_CTEST_ARGS  extra ctest arguments, e.g. "-R server_test"
+set -euo pipefail
+KIND="${1:-address}"
+source "$(dirname "$0")/env.sh"
+SUPP="$MYOPS_REPO/tests/sanitizers"
+COMMON_ARGS="-DMYOPS_SANITIZE=$KIND -DMYOPS_MALLOC=system -DMYOPS_WITH_CUDA=OFF \
+-DMYOPS_BUILD_PYTHON_CLIENT=OFF"
+export MYOPS_BUILD_TYPE=RelWithDebInfo
+case "$KIND" in
+  address)
+    export MYOPS_BUILD_DIR="$MYOPS_REPO/build-asan" MYOPS_CMAKE_ARGS="$COMMON_ARGS"
+    myops_build
+    # protect_shadow_gap=0: libtorch's CUDA libraries map memory in the shadow gap
+    # when loaded; the rest as ASan's defaults, with LSan on and UBSan halting.
+    export ASAN_OPTIONS="protect_shadow_gap=0:detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
+    export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
+    export UBSAN_OPTIONS="suppressions=$SUPP/ubsan.supp:print_stacktrace=1:halt_on_error=1"
+    REGEX="."
+    ;;
+  thread)
+    export MYOPS_BUILD_DIR="$MYOPS_REPO/build-tsan" MYOPS_CMAKE_ARGS="$COMMON_ARGS"
+    myops_build --target client_test
+    export TSAN_OPTIONS="suppressions=$SUPP/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
+    REGEX="$(cat "$SUPP/tsan_tests.regex")"
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh [address|thread]" >&2
+    exit 2
+    ;;
+esac
+# shellcheck disable=SC2086
+ctest --test-dir "$MYOPS_BUILD_DIR" --output-on-failure -j "$(nproc)" -R "$REGEX" \
+  ${MYOPS_SANITIZE_CTEST_ARGS:-}
