@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# The test command: bootstrap + build + every test (GoogleTest via CTest, then pytest).
+# The test command: bootstrap + build + every test (GoogleTest via CTest, then pytest),
+# then the safety net: the GoogleTest suites and end-to-end tests again under ASan+UBSan
+# (scripts/sanitize.sh, build-asan/) and a short run of every fuzz target
+# (scripts/fuzz.sh, build-fuzz/; MYOPS_FUZZ_SECONDS each, default 12).
 # Runs on CPU; CUDA twins skip without a GPU. Exit status is non-zero if anything fails.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -10,3 +13,5 @@ cd "$MYOPS_REPO"
 # The build above makes the Python client: its tests must run, not skip.
 MYOPS_BUILD_DIR="$MYOPS_BUILD_DIR" MYOPS_REQUIRE_PYTHON_CLIENT=1 \
   python -m pytest -q tests/python tests/deploy tests/bench
+"$MYOPS_REPO/scripts/sanitize.sh" address
+"$MYOPS_REPO/scripts/fuzz.sh" "${MYOPS_FUZZ_SECONDS:-12}"
