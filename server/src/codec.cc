@@ -117,7 +117,10 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRe
 }
 
 MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice) {
-  *slice = grpc::Slice(grpc_slice_malloc(static_cast<size_t>(like.bytes)), grpc::Slice::STEAL_REF);
+  // Never inline: grpc_slice_malloc keeps up to 23 bytes inside the grpc_slice itself, at
+  // an odd offset, where the kernel's element stores would be misaligned.
+  *slice =
+      grpc::Slice(grpc_slice_malloc_large(static_cast<size_t>(like.bytes)), grpc::Slice::STEAL_REF);
   MutableTensorView view;
   view.dtype = like.dtype;
   view.shape = like.shape;

@@ -218,6 +218,21 @@ TEST(CodecTest, HandEncodedStreamResponsesParse) {
             static_cast<int64_t>(request_size) + kMaxResponseOverheadBytes);
 }
 
+// The kernels store whole elements into the output, so it is aligned for the widest item
+// even when small (UBSan reported misaligned float stores into a 16-byte output before).
+TEST(CodecTest, OutputBuffersAreAlignedForAnyItemSize) {
+  for (int64_t numel : {int64_t{1}, int64_t{2}, int64_t{4}, int64_t{5}, int64_t{64}}) {
+    TensorView like;
+    like.dtype = DType::kFloat64;
+    like.shape = {numel};
+    like.bytes = numel * 8;
+    grpc::Slice slice;
+    MutableTensorView out = AllocateOutput(like, &slice);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(out.data) % alignof(double), 0u) << "numel " << numel;
+    EXPECT_EQ(slice.size(), static_cast<size_t>(like.bytes));
+  }
+}
+
 TEST(CodecTest, HandEncodedResponseParsesAsAScaleShiftResponse) {
   for (int64_t numel : {int64_t{0}, int64_t{1}, int64_t{40}, int64_t{1} << 20}) {
     myops::v1::ScaleShiftRequest request;
