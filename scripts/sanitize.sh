@@ -2,9 +2,11 @@
 # Sanitizer runs of the C++ test suites (README "Testing"), each in its own build tree:
 #   scripts/sanitize.sh address   ASan + UBSan (build-asan): every GoogleTest suite and the
 #                                 end-to-end tests of the real binaries, through CTest
-#   scripts/sanitize.sh thread    TSan (build-tsan): the C++ client's tests (unary, async
-#                                 and streams against the echo server); torch-free. What
-#                                 TSan can and cannot see here: tests/sanitizers/tsan.supp
+#   scripts/sanitize.sh thread    TSan (build-tsan): the C++ client's concurrency tests
+#                                 (tests/sanitizers/tsan_tests.regex: streams, async calls,
+#                                 one client on many threads, against the echo server);
+#                                 torch-free. What TSan can and cannot see here:
+#                                 tests/sanitizers/tsan.supp
 # Built with gcc, RelWithDebInfo, the system allocator and no CUDA (MyopsSanitizers.cmake).
 # libtorch, gRPC, protobuf and abseil come from binary packages and are not instrumented;
 # what that costs is written in tests/sanitizers/*.supp, one justified entry at a time.
