@@ -22,8 +22,9 @@ case "$KIND" in
   address)
     export MYOPS_BUILD_DIR="$MYOPS_REPO/build-asan" MYOPS_CMAKE_ARGS="$COMMON_ARGS"
     myops_build
-    # protect_shadow_gap=0: libtorch's CUDA libraries map memory in the shadow gap
-    # when loaded; the rest as ASan's defaults, with LSan on and UBSan halting.
+    # protect_shadow_gap=0: where a GPU is present, the CUDA driver (initialized through
+    # libtorch) maps memory into ASan's shadow gap; without a GPU the suite passes either
+    # way. LSan on, UBSan halting on the first report.
     export ASAN_OPTIONS="protect_shadow_gap=0:detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1"
     export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"  # No UBSan suppressions needed.
