@@ -413,56 +413,7 @@ client_server_info(PyObject *op, PyObject *args, PyObject *kwds)
             return state == NULL ? NULL
                                  : set_status_error(state, info.status());
         }
-        PyObject *devices = PyList_New(0);
-        PyObject *operators = PyList_New(0);
-        if (devices == NULL || operators == NULL) {
-            Py_XDECREF(devices);
-            Py_XDECREF(operators);
-            return NULL;
-        }
-        for (const mc::DeviceInfo &d : info->devices) {
-            PyObject *item =
-                Py_BuildValue("{s:s#,s:s#,s:L}", "name", d.name.data(),
-                              static_cast<Py_ssize_t>(d.name.size()),
-                              "description", d.description.data(),
-                              static_cast<Py_ssize_t>(d.description.size()),
-                              "total_memory_bytes",
-                              static_cast<long long>(d.total_memory_bytes));
-            if (item == NULL || PyList_Append(devices, item) < 0) {
-                Py_XDECREF(item);
-                Py_DECREF(devices);
-                Py_DECREF(operators);
-                return NULL;
-            }
-            Py_DECREF(item);
-        }
-        for (const mc::OperatorInfo &o : info->operators) {
-            PyObject *item = Py_BuildValue(
-                "{s:s#,s:s#}", "name", o.name.data(),
-                static_cast<Py_ssize_t>(o.name.size()), "schema",
-                o.schema.data(), static_cast<Py_ssize_t>(o.schema.size()));
-            if (item == NULL || PyList_Append(operators, item) < 0) {
-                Py_XDECREF(item);
-                Py_DECREF(devices);
-                Py_DECREF(operators);
-                return NULL;
-            }
-            Py_DECREF(item);
-        }
-        /* "N" steals the lists' references, also on failure. */
-        return Py_BuildValue(
-            "{s:s#,s:s#,s:s#,s:N,s:N,s:{s:L,s:L,s:L},s:i}", "myops_version",
-            info->myops_version.data(),
-            static_cast<Py_ssize_t>(info->myops_version.size()),
-            "torch_version", info->torch_version.data(),
-            static_cast<Py_ssize_t>(info->torch_version.size()),
-            "cuda_version", info->cuda_version.data(),
-            static_cast<Py_ssize_t>(info->cuda_version.size()), "devices",
-            devices, "operators", operators, "limits", "max_message_bytes",
-            static_cast<long long>(info->limits.max_message_bytes),
-            "max_elements", static_cast<long long>(info->limits.max_elements),
-            "max_inflight", static_cast<long long>(info->limits.max_inflight),
-            "workers", static_cast<int>(info->workers));
+        return server_info_dict(*info);
     });
 }
 

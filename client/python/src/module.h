@@ -91,6 +91,10 @@ extern PyType_Spec client_spec;
 extern PyType_Spec result_spec;
 extern PyType_Spec timing_spec;
 
+/* Client.server_info()'s dict of `info` (a new reference), or NULL with an
+ * exception set. */
+PyObject *server_info_dict(const myops::client::ServerInfo &info);
+
 /* A new myops_client._core.Result owning `result`'s output bytes (moved). */
 PyObject *result_from(ModuleState *state,
                       myops::client::ScaleShiftResult &&result);
