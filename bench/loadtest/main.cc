@@ -12,9 +12,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
+#include "myops/common/token_file.h"
 #include "report.h"
 #include "runner.h"
-#include "token_file.h"
 
 namespace {
 
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   base.warmup = std::chrono::milliseconds(static_cast<int64_t>(warmup_s * 1000));
   base.deadline = std::chrono::milliseconds(deadline_ms);
   if (!token_file.empty()) {
-    auto token = myops::cli::ReadTokenFile(token_file, "--token-file");
+    auto token = myops::common::ReadTokenFile(token_file, "--token-file");
     if (!token.ok()) {
       std::cerr << "myops-loadtest: " << token.status().message() << "\n";
       return 2;

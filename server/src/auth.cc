@@ -1,12 +1,10 @@
 // Bearer-token authentication (see auth.h).
 #include "auth.h"
 
-#include <fstream>
-#include <iterator>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "myops/common/token_file.h"
 
 namespace myops::server {
 namespace {
@@ -27,22 +25,9 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
 }  // namespace
 
 absl::StatusOr<BearerAuth> BearerAuth::FromFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string token;
-  if (in) token.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in.is_open() || in.bad()) {
-    return absl::NotFoundError(absl::StrCat("cannot read --auth-token-file \"", path, "\""));
-  }
-  if (absl::EndsWith(token, "\r\n")) {
-    token.resize(token.size() - 2);
-  } else if (absl::EndsWith(token, "\n")) {
-    token.pop_back();
-  }
-  if (token.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--auth-token-file \"", path, "\" holds no token; expected one line"));
-  }
-  return BearerAuth(std::move(token));
+  absl::StatusOr<std::string> token = common::ReadTokenFile(path, "--auth-token-file");
+  if (!token.ok()) return token.status();
+  return BearerAuth(*std::move(token));
 }
 
 absl::Status BearerAuth::Check(const grpc::CallbackServerContext& context) const {

@@ -173,14 +173,14 @@ TEST_F(AuthTest, BadTokenFilesFailStartup) {
     ASSERT_FALSE(server.ok());
     EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(server.status().message(),
-                HasSubstr("--auth-token-file \"" + token_file_ + "\" holds no token"));
+                HasSubstr("--auth-token-file: \"" + token_file_ + "\" holds no token"));
   }
   options.auth_token_file = token_file_ + ".absent";
   auto server = Server::Start(options);
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(server.status().message(),
-              HasSubstr("cannot read --auth-token-file \"" + token_file_ + ".absent\""));
+              HasSubstr("--auth-token-file: cannot read \"" + token_file_ + ".absent\""));
 }
 
 }  // namespace

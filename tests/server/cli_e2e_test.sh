@@ -66,7 +66,7 @@ empty=$?
 set -e
 [[ $absent -eq 1 ]] && grep -q -- "--token-file: cannot read \"$work/absent\"" "$work/err" ||
   { echo "absent --token-file: exit $absent"; cat "$work/err"; exit 1; }
-[[ $empty -eq 1 ]] && grep -q -- "--auth-token-file \"$work/empty\" holds no token" "$work/err2" ||
+[[ $empty -eq 1 ]] && grep -q -- "--auth-token-file: \"$work/empty\" holds no token" "$work/err2" ||
   { echo "empty --auth-token-file: exit $empty"; cat "$work/err2"; exit 1; }
 echo "bearer token OK"
 

@@ -29,9 +29,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "myops/client/client.h"
+#include "myops/common/token_file.h"
 #include "npy.h"
 #include "tensor_values.h"
-#include "token_file.h"
 
 namespace myops::cli {
 namespace {
@@ -97,7 +97,8 @@ absl::StatusOr<std::unique_ptr<Client>> Connect(const GlobalFlags& flags) {
     options.string_channel_args["grpc.ssl_target_name_override"] = flags.tls_server_name;
   }
   if (!flags.token_file.empty()) {
-    absl::StatusOr<std::string> token = cli::ReadTokenFile(flags.token_file, "--token-file");
+    absl::StatusOr<std::string> token =
+        myops::common::ReadTokenFile(flags.token_file, "--token-file");
     if (!token.ok()) return token.status();
     options.auth_token = *std::move(token);
   }

@@ -1,5 +1,5 @@
 // Bearer token files (see token_file.h).
-#include "token_file.h"
+#include "myops/common/token_file.h"
 
 #include <fstream>
 #include <iterator>
@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace myops::cli {
+namespace myops::common {
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
@@ -28,4 +28,4 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const char* f
   return token;
 }
 
-}  // namespace myops::cli
+}  // namespace myops::common
