@@ -170,4 +170,4 @@ def test_server_refuses_to_start_with_an_empty_token_file(tmp_path):
                            "--auth-token-file", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
-    assert f'--auth-token-file "{path}" holds no token' in done.stderr
+    assert f'--auth-token-file: "{path}" holds no token' in done.stderr
