@@ -24,6 +24,19 @@ ParseResult ParseCommandLine(int argc, char** argv) {
   env(app.add_option("--devices", s.executor.devices,
                      "auto | cpu | cuda | cuda:N, comma-separated (auto: all GPUs then cpu)"),
       "MYOPS_DEVICES");
+  env(app.add_option("--load-library", s.executor.libraries,
+                     "Operator library (.so) to load before the operators are listed; "
+                     "repeatable (environment: ':'-separated)")
+          ->delimiter(':'),
+      "MYOPS_LOAD_LIBRARY");
+  env(app.add_option("--libpython", s.executor.libpython,
+                     "libpython to load for libraries built as Python extensions (default: "
+                     "the one of the pythonX.Y in the library's path)"),
+      "MYOPS_LIBPYTHON");
+  env(app.add_option("--ops", s.executor.ops,
+                     "Operators served, comma-separated: namespace::*, namespace::op, "
+                     "namespace::op.overload (aten and other built-ins only when named)"),
+      "MYOPS_OPS");
   env(app.add_option("--cpu-workers", s.executor.cpu_workers,
                      "CPU worker threads (0: one per hardware thread)")
           ->check(CLI::NonNegativeNumber),

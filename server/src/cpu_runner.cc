@@ -1,9 +1,11 @@
 // The CPU runner: wraps request and response buffers as tensors and calls
-// myops::scale_shift_out, so the result is written straight into the response.
+// myops::scale_shift_out, so the result is written straight into the response; generic
+// calls run boxed (runtime/boxed_call.h) on the CPU.
 #include <ATen/ops/from_blob.h>
 
 #include "myops/ops.h"
 #include "runner.h"
+#include "runtime/boxed_call.h"
 
 namespace myops::server {
 namespace {
@@ -15,6 +17,14 @@ class CpuRunner final : public DeviceRunner {
     at::Tensor x = WrapCpu(job.input.data, job.input.shape, job.input.dtype);
     at::Tensor out = WrapCpu(job.output.data, job.output.shape, job.output.dtype);
     myops::scale_shift_out(x, job.alpha, job.beta, out);
+    *compute_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+  }
+
+  void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) override {
+    const auto t0 = std::chrono::steady_clock::now();
+    RunBoxed(op, call, c10::Device(c10::kCPU));
     *compute_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
             .count();

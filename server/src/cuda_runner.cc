@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "myops/ops.h"
 #include "runner.h"
+#include "runtime/boxed_call.h"
 
 namespace myops::server {
 namespace {
@@ -56,6 +57,19 @@ class CudaRunner final : public DeviceRunner {
     const auto host_copies = copy_in + (std::chrono::steady_clock::now() - copy_out_start);
     *compute_ns = static_cast<int64_t>(static_cast<double>(start.elapsed_time(stop)) * 1e6) +
                   std::chrono::duration_cast<std::chrono::nanoseconds>(host_copies).count();
+  }
+
+  // Generic calls: arguments copied to the device and results back on this worker's
+  // stream (RunBoxed), timed by the wall clock up to the stream's synchronization.
+  void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) override {
+    const c10::cuda::CUDAGuard device_guard(index_);
+    const c10::cuda::CUDAStreamGuard stream_guard(stream_);
+    const auto start = std::chrono::steady_clock::now();
+    RunBoxed(op, call, c10::Device(c10::kCUDA, index_));
+    stream_.synchronize();
+    *compute_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
   }
 
  private:

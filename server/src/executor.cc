@@ -17,6 +17,8 @@
 #include "exception_status.h"
 #include "myops/ops.h"
 #include "runner.h"
+#include "runtime/library_loader.h"
+#include "runtime/op_handles.h"
 
 namespace myops::server {
 namespace {
@@ -96,12 +98,14 @@ class ExecutorImpl final : public Executor {
   void Submit(Job job, JobDone done) override {
     DeviceQueue& q = *queues_.at(static_cast<size_t>(job.device_slot));
     Task task{std::move(job), std::move(done), Clock::now()};
-    if (q.device.kind == DeviceKind::kCpu && task.job.input.bytes <= options_.inline_max_bytes) {
+    const int64_t bytes =
+        task.job.call != nullptr ? task.job.call->input_bytes : task.job.input.bytes;
+    if (q.device.kind == DeviceKind::kCpu && bytes <= options_.inline_max_bytes) {
       // Announce the inline run before checking `closed_` (both seq_cst): either Shutdown
       // sees it and waits for it, or this thread sees `closed_` and rejects the job.
       inline_running_.fetch_add(1);
       if (!closed_.load()) {
-        RunTask(task, *cpu_runner_, q.name);
+        RunTask(task, *cpu_runner_, q.name, *info_.registry);
         inline_running_.fetch_sub(1);
         return;
       }
@@ -144,12 +148,13 @@ class ExecutorImpl final : public Executor {
       Task task = std::move(q->tasks.front());
       q->tasks.pop_front();
       lock.unlock();
-      RunTask(task, runner, q->name);
+      RunTask(task, runner, q->name, *info_.registry);
     }
   }
 
   // The one place where exceptions from operator code are caught.
-  static void RunTask(Task& task, DeviceRunner& runner, const std::string& device) {
+  static void RunTask(Task& task, DeviceRunner& runner, const std::string& device,
+                      const OpRegistry& registry) {
     JobTiming timing{Nanos(Clock::now() - task.enqueued), 0, device};
     absl::Status status;
     // The deadline first: gRPC also cancels a call whose deadline passed, and the
@@ -162,7 +167,12 @@ class ExecutorImpl final : public Executor {
     } else {
       try {
         c10::InferenceMode inference_mode;
-        runner.Run(task.job, &timing.compute_ns);
+        if (task.job.call == nullptr) {
+          runner.Run(task.job, &timing.compute_ns);
+        } else {
+          runner.RunCall(registry.handles()->ops.at(static_cast<size_t>(task.job.call->op)),
+                         *task.job.call, &timing.compute_ns);
+        }
       } catch (...) {
         status = StatusFromException(std::current_exception());
       }
@@ -184,6 +194,9 @@ class ExecutorImpl final : public Executor {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions& given) {
+  if (absl::Status loaded = LoadOperatorLibraries(given.libraries, given.libpython); !loaded.ok()) {
+    return loaded;
+  }
   try {
     myops::check_registered();
   } catch (...) {
@@ -223,7 +236,11 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions
       }
     }
   }
-  info.operator_schemas = myops::registered_schemas();
+  auto patterns = OpPatterns::Parse(options.ops);
+  if (!patterns.ok()) return patterns.status();
+  auto registry = OpRegistry::Build(*patterns);
+  if (!registry.ok()) return registry.status();
+  info.registry = std::move(*registry);
   return StartExecutor(options, std::move(*devices), std::move(info), MakeCudaRunner);
 }
 
@@ -231,6 +248,8 @@ absl::StatusOr<std::unique_ptr<Executor>> StartExecutor(const ExecutorOptions& o
                                                         std::vector<Device> devices,
                                                         RuntimeInfo info,
                                                         const CudaRunnerFactory& make_cuda_runner) {
+  if (info.registry == nullptr)
+    info.registry = std::make_shared<const OpRegistry>(std::vector<OpInfo>{});
   auto executor = std::make_unique<ExecutorImpl>(options, std::move(devices), std::move(info));
   if (absl::Status s = executor->Start(make_cuda_runner); !s.ok()) return s;
   return executor;

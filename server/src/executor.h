@@ -17,27 +17,35 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "device.h"
+#include "runtime/op_registry.h"
+#include "runtime/value.h"
 #include "tensor_view.h"
 
 namespace myops::server {
 
 struct ExecutorOptions {
-  std::string devices = "auto";  // "auto" (all GPUs then cpu, or cpu) or a --devices list
-  int cpu_workers = 0;           // 0: one per hardware thread
-  int cuda_workers = 4;          // per GPU; each owns one CUDA stream
-  int intra_op_threads = 0;      // PyTorch intra-op threads; 0: PyTorch's default
+  std::string devices = "auto";        // "auto" (all GPUs then cpu, or cpu) or a --devices list
+  std::string ops = "myops::*";        // the served operators (--ops; OpPatterns)
+  std::vector<std::string> libraries;  // operator libraries to load first (--load-library)
+  std::string libpython;     // for libraries that are Python extensions (library_loader.h)
+  int cpu_workers = 0;       // 0: one per hardware thread
+  int cuda_workers = 4;      // per GPU; each owns one CUDA stream
+  int intra_op_threads = 0;  // PyTorch intra-op threads; 0: PyTorch's default
   // CPU requests with at most this many input bytes run on the submitting thread: a
   // thread hop costs more than computing them. 0 disables.
   int64_t inline_max_bytes = 128 << 10;  // Measured: bench/README.md, "Inline small requests".
 };
 
-// One operator call. The views must stay valid until `done` has been called.
+// One operator call: scale_shift of `input` into `output` (the typed path), or, when
+// `call` is set, a generic call of a served operator. The views and the call must stay
+// valid until `done` has been called.
 struct Job {
   TensorView input;
   MutableTensorView output;  // same dtype/shape as input; fully overwritten
   double alpha = 1.0;
   double beta = 0.0;
-  int device_slot = 0;  // index into Executor::devices().devices()
+  OpCall* call = nullptr;  // generic: bound arguments in, results out
+  int device_slot = 0;     // index into Executor::devices().devices()
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<bool()> is_cancelled;  // optional; polled before the job runs
 };
@@ -62,7 +70,8 @@ struct RuntimeInfo {
     int64_t total_memory_bytes = 0;
   };
   std::vector<DeviceInfo> devices;
-  std::vector<std::string> operator_schemas;
+  // The served operators (never null once the executor runs).
+  std::shared_ptr<const OpRegistry> registry;
   int workers = 0;
 };
 

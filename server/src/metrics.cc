@@ -18,7 +18,7 @@
 namespace myops::server {
 namespace {
 
-constexpr const char* kRpcNames[] = {"ScaleShift", "ScaleShiftStream"};
+constexpr const char* kRpcNames[] = {"ScaleShift", "ScaleShiftStream", "Call", "CallStream"};
 constexpr const char* kStageNames[] = {"decode", "queue", "compute", "encode"};
 constexpr const char* kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
@@ -96,12 +96,12 @@ Metrics::Metrics()
   auto& bytes = prometheus::BuildCounter()
                     .Name("myops_tensor_bytes_total")
                     .Help(
-                        "Input tensor bytes of successful requests (the output is the same "
-                        "size).")
+                        "Input tensor bytes of successful requests (ScaleShift: the output is "
+                        "the same size; Call: all argument tensors).")
                     .Register(*registry_);
   const prometheus::Histogram::BucketBoundaries bounds(kBucketSeconds.begin(),
                                                        kBucketSeconds.end());
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kRpcs; ++r) {
     PerRpc& m = rpcs_[r];
     m.requests[0].store(&requests_->Add({{"rpc", kRpcNames[r]}, {"code", kCodeNames[0]}}));
     m.duration = &duration.Add({{"rpc", kRpcNames[r]}}, bounds);

@@ -37,7 +37,8 @@ class GaugeCollectable;  // metrics.cc
 // value atomically, with no snapshot across values, as Prometheus clients do.
 class Metrics {
  public:
-  enum class Rpc { kScaleShift = 0, kScaleShiftStream = 1 };
+  enum class Rpc { kScaleShift = 0, kScaleShiftStream = 1, kCall = 2, kCallStream = 3 };
+  static constexpr int kRpcs = 4;
 
   Metrics();
   ~Metrics();
@@ -84,7 +85,7 @@ class Metrics {
 
   std::shared_ptr<prometheus::Registry> registry_;  // Owns every family and child below.
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;
-  std::array<PerRpc, 2> rpcs_;
+  std::array<PerRpc, kRpcs> rpcs_;
   std::shared_ptr<GaugeCollectable> gauges_;
 };
 

@@ -9,8 +9,10 @@
 #include <string>
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 
 #include "executor.h"
+#include "runtime/value.h"
 
 namespace myops::server {
 
@@ -19,6 +21,8 @@ class DeviceRunner {
   virtual ~DeviceRunner() = default;
   // Writes alpha * input + beta into job.output; sets *compute_ns.
   virtual void Run(const Job& job, int64_t* compute_ns) = 0;
+  // Runs a generic call of `op` on this runner's device (RunBoxed); sets *compute_ns.
+  virtual void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) = 0;
 };
 
 // Stateless, thread-safe: computes straight into the output view via scale_shift.out.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "myops/version.h"
+#include "stream_reactor.h"
 
 namespace myops::server {
 namespace {
@@ -26,13 +27,6 @@ Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
 }
 
-// A stream's read-ahead: it stops reading (HTTP/2 flow control then pushes back on its
-// client) while it has kMaxOutstandingPerStream requests, or kStreamWindowBytes of
-// request and response bytes, read and not yet answered. Items also hold the memory
-// budget, which bounds all streams together; this keeps one stream from taking it all.
-constexpr int kMaxOutstandingPerStream = 32;
-constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
-
 absl::Status NotARequest(const absl::Status& parsed) {
   return absl::InvalidArgumentError(
       absl::StrCat("the request is not a valid myops.v1.ScaleShiftRequest: ", parsed.message()));
@@ -47,125 +41,28 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 };
 
-// One bidirectional stream: reads requests as they come (pipelining), processes each,
-// and writes responses in completion order, one write at a time. Deletes itself in
-// OnDone. Guarded by mu_: everything below it but service_, context_, admitted_ and
-// read_buffer_ (which only the one read in progress touches).
-class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
-  StreamReactor(MyopsService* service, grpc::CallbackServerContext* context, bool admitted)
-      : service_(service), context_(context), admitted_(admitted) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!admitted_) {
-      finished_ = true;
-      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          "the server is at its limit of open streams; retry later"));
-      return;
-    }
-    MaybeReadLocked();
-  }
-
-  void OnReadDone(bool ok) override {
-    const auto received = Clock::now();
-    if (!ok) {
-      std::lock_guard<std::mutex> lock(mu_);
-      reading_ = false;
-      reads_done_ = true;
-      MaybeFinishLocked();
-      return;
-    }
-    auto item = std::make_unique<Item>();
+// ScaleShiftStream's steps for StreamReactor.
+struct ScaleShiftStreamKind {
+  using State = RequestState;
+  static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kScaleShiftStream;
+  static absl::Status Parse(MyopsService*, const grpc::ByteBuffer& bytes, State* state) {
     // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
     // in the received slices.
-    const absl::Status parsed =
-        ParseRequest(read_buffer_, &item->state.request, &item->state.input);
-    item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
-    read_buffer_.Clear();
-    Item* raw = item.release();  // Owned by the write queue once completed.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      reading_ = false;
-      ++outstanding_;
-      window_bytes_ += raw->window_bytes;
-      MaybeReadLocked();
-    }
-    if (!parsed.ok()) return Complete(raw, NotARequest(parsed), {});
-    service_->Process(
-        &raw->state, received, context_->deadline(),
-        [ctx = context_] { return ctx->IsCancelled(); },
-        [this, raw](absl::Status status, const myops::v1::Timing& timing) {
-          Complete(raw, std::move(status), timing);
-        });
+    absl::Status parsed = ParseRequest(bytes, &state->request, &state->input);
+    return parsed.ok() ? parsed : NotARequest(parsed);
   }
-
-  void OnWriteDone(bool /*ok*/) override {
-    std::unique_ptr<Item> written;  // Freed (and its budget released) after the unlock.
-    std::lock_guard<std::mutex> lock(mu_);
-    written = std::move(writes_.front());
-    writes_.pop_front();
-    writing_ = false;
-    --outstanding_;
-    window_bytes_ -= written->window_bytes;
-    if (!writes_.empty()) WriteNextLocked();
-    MaybeReadLocked();
-    MaybeFinishLocked();
+  template <typename Done>
+  static void Process(MyopsService* service, State* state, Clock::time_point received,
+                      std::chrono::system_clock::time_point deadline,
+                      std::function<bool()> is_cancelled, Done done) {
+    service->Process(state, received, deadline, std::move(is_cancelled), std::move(done));
   }
-
-  void OnDone() override {
-    if (admitted_) service_->CloseStream();
-    delete this;
+  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state,
+                                                 const myops::v1::Timing& timing) {
+    return EncodeStreamResponse(state.request, state.output, timing);
   }
-
- private:
-  struct Item {
-    RequestState state;
-    grpc::ByteBuffer response;
-    int64_t window_bytes = 0;  // counted against kStreamWindowBytes until written
-  };
-
-  // Encodes `raw`'s response and queues it for writing.
-  void Complete(Item* raw, absl::Status status, const myops::v1::Timing& timing) {
-    service_->metrics().Record(Metrics::Rpc::kScaleShiftStream, status, timing,
-                               raw->state.input.size());
-    if (status.ok()) {
-      raw->response = EncodeStreamResponse(raw->state.request, raw->state.output, timing);
-    } else {
-      raw->response = EncodeStreamError(raw->state.request.request_id(), status);
-      raw->state = RequestState();  // Only the small error waits to be written.
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    writes_.emplace_back(raw);
-    if (!writing_) WriteNextLocked();
-  }
-
-  void MaybeReadLocked() {
-    if (reads_done_ || reading_ || finished_ || outstanding_ >= kMaxOutstandingPerStream ||
-        window_bytes_ >= kStreamWindowBytes) {
-      return;
-    }
-    reading_ = true;
-    StartRead(&read_buffer_);
-  }
-  void WriteNextLocked() {
-    writing_ = true;
-    StartWrite(&writes_.front()->response);
-  }
-  void MaybeFinishLocked() {
-    if (reads_done_ && outstanding_ == 0 && !writing_ && !finished_) {
-      finished_ = true;
-      Finish(grpc::Status::OK);
-    }
-  }
-
-  MyopsService* const service_;
-  grpc::CallbackServerContext* const context_;
-  const bool admitted_;  // holds one of the service's open-stream slots
-  grpc::ByteBuffer read_buffer_;
-  std::mutex mu_;
-  std::deque<std::unique_ptr<Item>> writes_;  // front: the write in progress
-  int outstanding_ = 0;                       // read and not yet written
-  int64_t window_bytes_ = 0;                  // of the outstanding items
-  bool reading_ = false, writing_ = false, reads_done_ = false, finished_ = false;
+  static uint64_t RequestId(const State& state) { return state.request.request_id(); }
+  static uint64_t InputBytes(const State& state) { return state.input.size(); }
 };
 
 }  // namespace
@@ -249,17 +146,8 @@ void MyopsService::Process(RequestState* state, Clock::time_point received,
   const int64_t received_bytes = static_cast<int64_t>(state->input.size());
   const int64_t item_size = ItemSize(input->dtype);
   const int64_t need = received_bytes * (state->MustGather(item_size) ? 2 : 1) + input->bytes;
-  if (!budget_.TryReserve(need, &state->reservation)) {
-    if (need > budget_.limit()) {
-      return fail(absl::ResourceExhaustedError(
-          absl::StrCat("the request needs ", need,
-                       " bytes of server memory (input and output), more than "
-                       "the server's whole memory budget of ",
-                       budget_.limit(), " bytes (--max-inflight-bytes); send smaller tensors")));
-    }
-    return fail(absl::ResourceExhaustedError(absl::StrCat(
-        "the server's memory budget is in use (", budget_.held(), " of ", budget_.limit(),
-        " bytes held); this request needs ", need, " more; retry later")));
+  if (absl::Status reserved = Reserve(need, &state->reservation); !reserved.ok()) {
+    return fail(std::move(reserved));
   }
   input->data = state->ContiguousInput(item_size);
   const auto decoded = Clock::now();
@@ -288,6 +176,20 @@ void MyopsService::Process(RequestState* state, Clock::time_point received,
     inflight_.Release();
     done(std::move(status), timing);
   });
+}
+
+absl::Status MyopsService::Reserve(int64_t need, BudgetReservation* out) {
+  if (budget_.TryReserve(need, out)) return absl::OkStatus();
+  if (need > budget_.limit()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the request needs ", need,
+                     " bytes of server memory (input and output), more than "
+                     "the server's whole memory budget of ",
+                     budget_.limit(), " bytes (--max-inflight-bytes); send smaller tensors"));
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the server's memory budget is in use (", budget_.held(), " of ", budget_.limit(),
+      " bytes held); this request needs ", need, " more; retry later"));
 }
 
 bool MyopsService::TryOpenStream() { return streams_.TryAcquire(); }
@@ -323,7 +225,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MyopsService::Scale
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
     return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
   }
-  return new StreamReactor(this, context, TryOpenStream());
+  return new StreamReactor<ScaleShiftStreamKind>(this, context, TryOpenStream());
 }
 
 grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* context,
@@ -342,10 +244,11 @@ grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* 
     device->set_description(d.description);
     device->set_total_memory_bytes(d.total_memory_bytes);
   }
-  for (const auto& schema : info.operator_schemas) {
-    auto* op = response->add_operators();
-    op->set_name(schema.substr(0, schema.find('(')));
-    op->set_schema(schema);
+  for (const OpInfo& op : info.registry->ops()) {
+    if (!op.served) continue;
+    auto* listed = response->add_operators();
+    listed->set_name(op.QualifiedName());
+    listed->set_schema(op.schema);
   }
   auto* limits = response->mutable_limits();
   limits->set_max_message_bytes(limits_.max_message_bytes);

@@ -18,6 +18,7 @@
 #include "memory_budget.h"
 #include "metrics.h"
 #include "myops/v1/myops.grpc.pb.h"
+#include "runtime/value.h"
 
 namespace myops::server {
 
@@ -71,14 +72,32 @@ struct RequestState {
   const void* ContiguousInput(int64_t alignment);
 };
 
+// One generic call on its way through the pipeline (Call, CallStream): the parsed request
+// (its tensors' data copied once by protobuf), the call bound to the op's schema (views
+// into the request; results kept alive by the call), and the budget for both. Owned by
+// its RPC's reactor until the response has been written.
+struct CallState {
+  myops::v1::CallRequest request;
+  OpCall call;
+  BudgetReservation request_reservation;
+  BudgetReservation result_reservation;
+  int64_t received_bytes = 0;
+};
+
 // Thread-safe; borrows `executor`, which must outlive the gRPC server using this service.
 // Both ScaleShift RPCs are raw methods: requests are parsed by hand (bounded, see
 // wire::ParseWithTensorData) and responses encoded by hand, so the output tensor is
 // computed straight into its own gRPC slice (no zero-fill, no serialize copy).
-class MyopsService final
-    : public myops::v1::Myops::WithRawCallbackMethod_ScaleShift<
-          myops::v1::Myops::WithRawCallbackMethod_ScaleShiftStream<
-              myops::v1::Myops::WithCallbackMethod_ServerInfo<myops::v1::Myops::Service>>> {
+// Call and CallStream are raw methods too (call_service.cc): requests are bounded before
+// protobuf parses them (wire::CheckCallRequestHead) and result tensors are sent from their
+// own memory.
+class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleShift<
+                               myops::v1::Myops::WithRawCallbackMethod_ScaleShiftStream<
+                                   myops::v1::Myops::WithCallbackMethod_ServerInfo<
+                                       myops::v1::Myops::WithRawCallbackMethod_Call<
+                                           myops::v1::Myops::WithRawCallbackMethod_CallStream<
+                                               myops::v1::Myops::WithCallbackMethod_ListOperators<
+                                                   myops::v1::Myops::Service>>>>>> {
  public:
   // `auth` checks every call of this service (off by default).
   MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth = {});
@@ -94,6 +113,17 @@ class MyopsService final
                                        const myops::v1::ServerInfoRequest* request,
                                        myops::v1::ServerInfoResponse* response) override;
 
+  grpc::ServerUnaryReactor* Call(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* CallStream(
+      grpc::CallbackServerContext* context) override;
+
+  grpc::ServerUnaryReactor* ListOperators(grpc::CallbackServerContext* context,
+                                          const myops::v1::ListOperatorsRequest* request,
+                                          myops::v1::ListOperatorsResponse* response) override;
+
   using Done = std::function<void(absl::Status, const myops::v1::Timing&)>;
 
   // Admits `state` (in-flight slot, then the memory budget for its input and output),
@@ -104,6 +134,16 @@ class MyopsService final
   void Process(RequestState* state, std::chrono::steady_clock::time_point received,
                std::chrono::system_clock::time_point deadline, std::function<bool()> is_cancelled,
                Done done);
+
+  // A generic call's steps (call_service.cc): reserves the memory budget for a request of
+  // `bytes` received bytes (as received and as parsed) before it is parsed...
+  absl::Status ReserveCallRequest(int64_t bytes, CallState* state);
+  // ...then, as Process: admits, resolves the op, binds its arguments, picks a device
+  // with a kernel and submits; on success also reserves the result tensors' bytes.
+  void ProcessCall(CallState* state, std::chrono::steady_clock::time_point received,
+                   std::chrono::system_clock::time_point deadline,
+                   std::function<bool()> is_cancelled, Done done);
+  const ServiceLimits& limits() const { return limits_; }
 
   // Request metrics (thread-safe), with the gauge myops_inflight_requests (inflight()),
   // the requests in flight now and the memory budget. Whatever serves the metrics must
@@ -117,6 +157,9 @@ class MyopsService final
   void CloseStream() { streams_.Release(); }
 
  private:
+  // Reserves `need` bytes into `out`, or says why not (RESOURCE_EXHAUSTED).
+  absl::Status Reserve(int64_t need, BudgetReservation* out);
+
   Executor* executor_;
   ServiceLimits limits_;
   const BearerAuth auth_;

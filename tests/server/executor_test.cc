@@ -129,7 +129,10 @@ TEST(ExecutorTest, ShutdownRunsWhatIsQueued) {
 TEST(ExecutorTest, ReportsDevicesAndOperators) {
   auto e = CpuExecutor();
   EXPECT_EQ(e->devices().Names(), "cpu");
-  EXPECT_EQ(e->info().operator_schemas.size(), 3u);
+  // myops::*: scale_shift, its .out and in-place variants (listed, not served).
+  ASSERT_EQ(e->info().registry->ops().size(), 3u);
+  EXPECT_EQ(e->info().registry->ops()[0].QualifiedName(), "myops::scale_shift");
+  EXPECT_TRUE(e->info().registry->ops()[0].served);
   EXPECT_EQ(e->info().workers, 2);
   EXPECT_FALSE(e->info().torch_version.empty());
 }
@@ -138,6 +141,9 @@ TEST(ExecutorTest, ReportsDevicesAndOperators) {
 class FakeGpuRunner final : public DeviceRunner {
  public:
   void Run(const Job& job, int64_t* compute_ns) override { cpu_->Run(job, compute_ns); }
+  void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) override {
+    cpu_->RunCall(op, call, compute_ns);
+  }
 
  private:
   std::unique_ptr<DeviceRunner> cpu_ = MakeCpuRunner();

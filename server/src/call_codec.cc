@@ -1,0 +1,243 @@
+// Generic calls' protobuf side (see call_codec.h).
+#include "call_codec.h"
+
+#include <grpc/slice.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "myops/wire/call_wire.h"
+
+namespace myops::server {
+namespace {
+
+using myops::v1::Value;
+
+absl::Status Decode(const Value& in, const std::string& field, const TensorLimits& limits,
+                    server::Value* out) {
+  using K = server::Value::Kind;
+  switch (in.kind_case()) {
+    case Value::kTensor: {
+      auto view = DecodeTensor(in.tensor(), field, limits);
+      if (!view.ok()) return view.status();
+      out->kind = K::kTensor;
+      out->tensor = std::move(*view);
+      return absl::OkStatus();
+    }
+    case Value::kIntValue:
+      out->kind = K::kInt;
+      out->int_value = in.int_value();
+      return absl::OkStatus();
+    case Value::kFloatValue:
+      out->kind = K::kFloat;
+      out->float_value = in.float_value();
+      return absl::OkStatus();
+    case Value::kBoolValue:
+      out->kind = K::kBool;
+      out->bool_value = in.bool_value();
+      return absl::OkStatus();
+    case Value::kStringValue:
+      out->kind = K::kString;
+      out->string_value = in.string_value();
+      return absl::OkStatus();
+    case Value::kIntList:
+      out->kind = K::kIntList;
+      out->int_list.assign(in.int_list().values().begin(), in.int_list().values().end());
+      return absl::OkStatus();
+    case Value::kFloatList:
+      out->kind = K::kFloatList;
+      out->float_list.assign(in.float_list().values().begin(), in.float_list().values().end());
+      return absl::OkStatus();
+    case Value::kTensorList: {
+      out->kind = K::kTensorList;
+      const auto& tensors = in.tensor_list().tensors();
+      for (int i = 0; i < tensors.size(); ++i) {
+        auto view = DecodeTensor(tensors[i], absl::StrCat(field, "[", i, "]"), limits);
+        if (!view.ok()) return view.status();
+        out->tensor_list.push_back(std::move(*view));
+      }
+      return absl::OkStatus();
+    }
+    case Value::kScalarType: {
+      const auto dtype = static_cast<myops::v1::DType>(in.scalar_type());
+      if (dtype == myops::v1::DTYPE_UNSPECIFIED || !myops::v1::DType_IsValid(dtype)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": unknown scalar_type ", in.scalar_type()));
+      }
+      out->kind = K::kScalarType;
+      out->scalar_type = static_cast<DType>(in.scalar_type());
+      return absl::OkStatus();
+    }
+    case Value::kNone:
+      out->kind = K::kNone;
+      return absl::OkStatus();
+    case Value::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " has no value (set one of Value's fields)"));
+}
+
+// The slice of a result tensor: its memory, held by a reference to its owner until gRPC
+// frees the slice.
+grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner) {
+  if (view.bytes == 0) return grpc::Slice();
+  auto* holder = new std::shared_ptr<const void>(owner);
+  return grpc::Slice(
+      grpc_slice_new_with_user_data(
+          const_cast<void*>(view.data), static_cast<size_t>(view.bytes),
+          [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, holder),
+      grpc::Slice::STEAL_REF);
+}
+
+myops::v1::Tensor Head(const TensorView& view) {
+  myops::v1::Tensor head;
+  head.set_dtype(static_cast<myops::v1::DType>(view.dtype));
+  for (int64_t d : view.shape) head.add_shape(d);
+  return head;
+}
+
+// One result as a Value message; its tensors take the next owners from `owners`.
+wire::MessageWriter EncodeValue(const server::Value& v,
+                                std::vector<std::shared_ptr<const void>>::const_iterator* owner) {
+  using K = server::Value::Kind;
+  wire::MessageWriter out;
+  Value small;
+  switch (v.kind) {
+    case K::kTensor:
+      out.AppendTensor(Value::kTensorFieldNumber, Head(v.tensor),
+                       TensorSlice(v.tensor, *(*owner)++));
+      return out;
+    case K::kTensorList: {
+      wire::MessageWriter list;
+      for (const TensorView& t : v.tensor_list) {
+        list.AppendTensor(myops::v1::TensorList::kTensorsFieldNumber, Head(t),
+                          TensorSlice(t, *(*owner)++));
+      }
+      out.AppendMessage(Value::kTensorListFieldNumber, std::move(list));
+      return out;
+    }
+    case K::kNone:
+      small.mutable_none();
+      break;
+    case K::kInt:
+      small.set_int_value(v.int_value);
+      break;
+    case K::kFloat:
+      small.set_float_value(v.float_value);
+      break;
+    case K::kBool:
+      small.set_bool_value(v.bool_value);
+      break;
+    case K::kString:
+      small.set_string_value(v.string_value);
+      break;
+    case K::kIntList:
+      small.mutable_int_list()->mutable_values()->Add(v.int_list.begin(), v.int_list.end());
+      break;
+    case K::kFloatList:
+      small.mutable_float_list()->mutable_values()->Add(v.float_list.begin(), v.float_list.end());
+      break;
+    case K::kScalarType:
+      small.set_scalar_type(static_cast<myops::v1::DType>(v.scalar_type));
+      break;
+  }
+  out.AppendBytes(small.SerializeAsString());
+  return out;
+}
+
+wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& timing,
+                                   uint64_t request_id) {
+  wire::MessageWriter out;
+  auto owner = call.keep_alive.cbegin();
+  for (const server::Value& v : call.results) {
+    out.AppendMessage(myops::v1::CallResponse::kOutputsFieldNumber, EncodeValue(v, &owner));
+  }
+  myops::v1::CallResponse rest;
+  *rest.mutable_timing() = timing;
+  rest.set_request_id(request_id);
+  out.AppendBytes(rest.SerializeAsString());
+  return out;
+}
+
+}  // namespace
+
+absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequest* request) {
+  if (absl::Status head = wire::CheckCallRequestHead(bytes); !head.ok()) return head;
+  grpc::ByteBuffer copy = bytes;  // shares the slices; the reader consumes its own
+  grpc::ProtoBufferReader reader(&copy);
+  if (!request->ParseFromZeroCopyStream(&reader)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", bytes.Length(), " bytes are not a valid myops.v1.CallRequest"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallRequest& request,
+                                                        const TensorLimits& limits) {
+  std::vector<NamedValue> out(static_cast<size_t>(request.arguments_size()));
+  for (int i = 0; i < request.arguments_size(); ++i) {
+    const myops::v1::Argument& arg = request.arguments(i);
+    out[i].name = arg.name();
+    const std::string field = arg.name().empty() ? absl::StrCat("argument ", i + 1)
+                                                 : absl::StrCat("argument '", arg.name(), "'");
+    if (absl::Status s = Decode(arg.value(), field, limits, &out[i].value); !s.ok()) return s;
+  }
+  return out;
+}
+
+grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
+                                    uint64_t request_id) {
+  return ResponseWriter(call, timing, request_id).Finish();
+}
+
+grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
+                                          uint64_t request_id) {
+  wire::MessageWriter out;
+  myops::v1::CallStreamResponse id;
+  id.set_request_id(request_id);
+  out.AppendBytes(id.SerializeAsString());
+  out.AppendMessage(myops::v1::CallStreamResponse::kResponseFieldNumber,
+                    ResponseWriter(call, timing, request_id));
+  return out.Finish();
+}
+
+int64_t ResultBytes(const OpCall& call) {
+  int64_t n = 0;
+  for (const server::Value& v : call.results) {
+    n += v.tensor.bytes;
+    for (const TensorView& t : v.tensor_list) n += t.bytes;
+  }
+  return n;
+}
+
+void DescribeOperator(const OpInfo& op, const std::vector<Device>& devices,
+                      myops::v1::OperatorInfo* out) {
+  out->set_name(op.name);
+  out->set_overload(op.overload);
+  out->set_schema(op.schema);
+  auto describe = [](const ArgInfo& a, auto* info) {
+    info->set_name(a.name);
+    info->set_type(a.type);
+    info->set_kind(a.kind == ArgKind::kOther
+                       ? myops::v1::VALUE_KIND_OTHER
+                       : static_cast<myops::v1::ValueKind>(static_cast<int>(a.kind) + 1));
+  };
+  for (const ArgInfo& a : op.args) {
+    auto* info = out->add_arguments();
+    describe(a, info);
+    info->set_optional(a.optional);
+    info->set_has_default(a.has_default);
+    info->set_default_value(a.default_text);
+    info->set_kwarg_only(a.kwarg_only);
+  }
+  for (const ArgInfo& r : op.returns) describe(r, out->add_returns());
+  for (const Device& d : devices) {
+    if (d.kind == DeviceKind::kCpu ? op.cpu : op.cuda) out->add_devices(d.Name());
+  }
+  out->set_served(op.served);
+  out->set_reason(op.reason);
+}
+
+}  // namespace myops::server

@@ -1,0 +1,48 @@
+// The protobuf side of generic calls (myops.v1 Call, CallStream, ListOperators): request
+// values to runtime values (views into the parsed request, validated like every wire
+// tensor), results to response bytes (result tensors as their own slices, not copied),
+// and the registry's descriptions as OperatorInfo.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec.h"
+#include "device.h"
+#include "myops/v1/myops.pb.h"
+#include "runtime/op_registry.h"
+#include "runtime/value.h"
+
+namespace myops::server {
+
+// Parses a CallRequest after wire::CheckCallRequestHead has bounded what parsing costs:
+// at most the received size again (tensor data copied once) plus a bounded head.
+// INVALID_ARGUMENT when the bytes are not a CallRequest.
+absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequest* request);
+
+// The arguments as runtime values: tensors checked as DecodeTensor does (field names
+// "argument N" or the argument's name), views into `request`, which must outlive them.
+absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallRequest& request,
+                                                        const TensorLimits& limits);
+
+// CallResponse{outputs: call.results, timing, request_id}; result tensors reference the
+// memory kept in call.keep_alive (the slices hold it until gRPC has sent them).
+grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
+                                    uint64_t request_id);
+
+// CallStreamResponse{request_id, response: EncodeCallResponse(...)}.
+grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
+                                          uint64_t request_id);
+
+// Bytes of result tensors (what a response holds beyond its small fields).
+int64_t ResultBytes(const OpCall& call);
+
+// `op` as listed, with the names of `devices` (the server's) it has kernels for.
+void DescribeOperator(const OpInfo& op, const std::vector<Device>& devices,
+                      myops::v1::OperatorInfo* out);
+
+}  // namespace myops::server

@@ -1,0 +1,227 @@
+// The myops.v1 front end's generic calls: Call, CallStream and ListOperators (see
+// service.h). Requests go through the same admission, memory budget, deadlines and
+// executor as ScaleShift; the op runs boxed (runtime/boxed_call.h).
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "call_codec.h"
+#include "service.h"
+#include "stream_reactor.h"
+
+namespace myops::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Nanos(Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
+  const auto now = std::chrono::system_clock::now();
+  if (deadline - now > std::chrono::hours(24 * 365)) return Clock::time_point::max();
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
+}
+
+// The unary Call's reactor: owns the call's state (and so its budget and result memory)
+// until gRPC is done with the call. Deletes itself in OnDone.
+class CallReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CallState state;
+  void OnDone() override { delete this; }
+};
+
+// Reserves the budget for a request of `bytes`, then parses it.
+absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, CallState* state) {
+  if (absl::Status reserved =
+          service->ReserveCallRequest(static_cast<int64_t>(bytes.Length()), state);
+      !reserved.ok()) {
+    return reserved;
+  }
+  return ParseCallRequest(bytes, &state->request);
+}
+
+// CallStream's steps for StreamReactor.
+struct CallStreamKind {
+  using State = CallState;
+  static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kCallStream;
+  static absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, State* state) {
+    return server::Parse(service, bytes, state);
+  }
+  template <typename Done>
+  static void Process(MyopsService* service, State* state, Clock::time_point received,
+                      std::chrono::system_clock::time_point deadline,
+                      std::function<bool()> is_cancelled, Done done) {
+    service->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
+  }
+  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state,
+                                                 const myops::v1::Timing& timing) {
+    return EncodeCallStreamResponse(state.call, timing, state.request.request_id());
+  }
+  static uint64_t RequestId(const State& state) { return state.request.request_id(); }
+  static uint64_t InputBytes(const State& state) {
+    return static_cast<uint64_t>(state.call.input_bytes);
+  }
+};
+
+// The slot of a device that serves `wanted` and has a kernel for `op`; FAILED_PRECONDITION
+// naming the devices that would work.
+absl::StatusOr<int> ResolveFor(const OpInfo& op, const DeviceSet& devices,
+                               const DeviceRequest& wanted, unsigned hint) {
+  auto has_kernel = [&op](const Device& d) {
+    return d.kind == DeviceKind::kCpu ? op.cpu : op.cuda;
+  };
+  std::vector<std::string> working;
+  for (const Device& d : devices.devices()) {
+    if (has_kernel(d)) working.push_back(d.Name());
+  }
+  const std::string alternatives =
+      working.empty() ? "none of this server's devices (" + devices.Names() + ") has one"
+                      : "it runs on " + absl::StrJoin(working, ", ");
+  if (wanted.any_kind) {
+    for (size_t i = 0; i < devices.devices().size(); ++i) {
+      if (has_kernel(devices.devices()[i])) return static_cast<int>(i);
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("operator ", op.QualifiedName(), " has no kernel here: ", alternatives));
+  }
+  auto slot = devices.Resolve(wanted, hint);
+  if (!slot.ok()) return slot.status();
+  const Device& chosen = devices.devices()[static_cast<size_t>(*slot)];
+  if (!has_kernel(chosen)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "operator ", op.QualifiedName(), " has no kernel for ", chosen.Name(), "; ", alternatives));
+  }
+  return slot;
+}
+
+}  // namespace
+
+absl::Status MyopsService::ReserveCallRequest(int64_t bytes, CallState* state) {
+  state->received_bytes = bytes;
+  // As received, and as parsed (protobuf copies the tensors' data once).
+  return Reserve(2 * bytes, &state->request_reservation);
+}
+
+void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
+                               std::chrono::system_clock::time_point deadline,
+                               std::function<bool()> is_cancelled, Done done) {
+  const auto start = received;
+  if (!inflight_.TryAcquire()) {
+    done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
+                                                   inflight_.limit(),
+                                                   " requests in flight; retry later")),
+         {});
+    return;
+  }
+  auto fail = [this, &done](absl::Status status) {
+    inflight_.Release();
+    done(std::move(status), {});
+  };
+  const myops::v1::CallRequest& request = state->request;
+  const OpRegistry& registry = *executor_->info().registry;
+  auto index = registry.Find(request.op());
+  if (!index.ok()) return fail(index.status());
+  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  auto args = DecodeArguments(request, limits_.tensor);
+  if (!args.ok()) return fail(args.status());
+  state->call.op = *index;
+  if (absl::Status bound = BindArguments(op, std::move(*args), &state->call); !bound.ok()) {
+    return fail(std::move(bound));
+  }
+  auto wanted = ParseDeviceRequest(request.device());
+  if (!wanted.ok()) return fail(wanted.status());
+  auto slot = ResolveFor(op, executor_->devices(), *wanted, round_robin_.fetch_add(1));
+  if (!slot.ok()) return fail(slot.status());
+
+  Job job;
+  job.call = &state->call;
+  job.device_slot = *slot;
+  job.deadline = ToSteady(deadline);
+  job.is_cancelled = std::move(is_cancelled);
+  const int64_t decode_ns = Nanos(Clock::now() - start);
+  executor_->Submit(std::move(job), [this, state, start, decode_ns, done = std::move(done)](
+                                        absl::Status status, const JobTiming& t) {
+    const auto computed = Clock::now();
+    if (status.ok()) {
+      // Results exist by now (the op allocated them); they are held from here until sent.
+      const int64_t result_bytes = ResultBytes(state->call);
+      if (result_bytes > limits_.max_message_bytes) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat("the results of ", state->request.op().substr(0, 128), " take ",
+                         result_bytes, " bytes, more than the largest message this server sends (",
+                         limits_.max_message_bytes, " bytes, --max-message-bytes)"));
+      } else {
+        status = Reserve(result_bytes, &state->result_reservation);
+      }
+      if (!status.ok()) {
+        state->call.results.clear();
+        state->call.keep_alive.clear();
+      }
+    }
+    myops::v1::Timing timing;
+    if (status.ok()) {
+      timing.set_decode_ns(decode_ns);
+      timing.set_queue_ns(t.queue_ns);
+      timing.set_compute_ns(t.compute_ns);
+      timing.set_encode_ns(Nanos(Clock::now() - computed));
+      timing.set_device(t.device);
+      timing.set_total_ns(Nanos(Clock::now() - start));
+    }
+    inflight_.Release();
+    done(std::move(status), timing);
+  });
+}
+
+grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* context,
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
+  const auto received = Clock::now();
+  auto* reactor = new CallReactor();
+  CallState& state = reactor->state;
+  if (absl::Status parsed = Parse(this, *request, &state); !parsed.ok()) {
+    metrics_.Record(Metrics::Rpc::kCall, parsed, {}, 0);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  ProcessCall(
+      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
+      [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+        CallState& state = reactor->state;
+        metrics_.Record(Metrics::Rpc::kCall, status, timing,
+                        static_cast<uint64_t>(state.call.input_bytes));
+        if (status.ok()) {
+          *response = EncodeCallResponse(state.call, timing, state.request.request_id());
+        }
+        reactor->Finish(ToGrpcStatus(status));
+      });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MyopsService::CallStream(
+    grpc::CallbackServerContext* context) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  }
+  return new StreamReactor<CallStreamKind>(this, context, TryOpenStream());
+}
+
+grpc::ServerUnaryReactor* MyopsService::ListOperators(grpc::CallbackServerContext* context,
+                                                      const myops::v1::ListOperatorsRequest*,
+                                                      myops::v1::ListOperatorsResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
+  for (const OpInfo& op : executor_->info().registry->ops()) {
+    DescribeOperator(op, executor_->devices().devices(), response->add_operators());
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace myops::server

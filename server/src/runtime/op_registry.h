@@ -1,0 +1,106 @@
+// The operator registry: which operators this server serves, described without torch
+// types. Built once at start-up from PyTorch's operator table (c10::Dispatcher) for the
+// operators matching the --ops patterns; immutable afterwards and safe to share between
+// threads. Front ends list it and look ops up by name; BindArguments checks a call's
+// arguments against an op's schema before anything runs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "value.h"
+
+namespace myops::server {
+
+// How a schema type travels on the wire.
+enum class ArgKind {
+  kTensor,
+  kInt,  // int, SymInt
+  kFloat,
+  kBool,
+  kString,
+  kIntList,  // int[], SymInt[], int[N]
+  kFloatList,
+  kTensorList,
+  kScalar,      // int, float or bool
+  kScalarType,  // ScalarType
+  kOther,       // not expressible: the op is not served
+};
+
+const char* ArgKindName(ArgKind kind);  // "Tensor", "int", "int[]", ...
+
+struct ArgInfo {
+  std::string name;
+  std::string type;  // the schema's text, e.g. "Tensor?", "int[2]"
+  ArgKind kind = ArgKind::kOther;
+  bool optional = false;  // accepts None
+  bool has_default = false;
+  std::string default_text;
+  bool kwarg_only = false;
+};
+
+struct OpInfo {
+  std::string name;      // "namespace::name"
+  std::string overload;  // "" for the default overload
+  std::string schema;    // the registered schema, as PyTorch prints it
+  std::vector<ArgInfo> args;
+  std::vector<ArgInfo> returns;
+  // Which of the server's devices have kernels, by kind.
+  bool cpu = false;
+  bool cuda = false;
+  bool served = false;
+  std::string reason;  // why not served
+
+  std::string QualifiedName() const;  // name or name.overload
+};
+
+// The compiled patterns of --ops: comma-separated "namespace::*" or "namespace::op"
+// (an op name matches all its overloads) or "namespace::op.overload".
+class OpPatterns {
+ public:
+  static absl::StatusOr<OpPatterns> Parse(absl::string_view text);
+  bool Matches(absl::string_view ns_name, absl::string_view overload) const;
+  const std::vector<std::string>& patterns() const { return patterns_; }
+
+ private:
+  std::vector<std::string> patterns_;
+};
+
+class OpRegistry {
+ public:
+  // Describes every registered operator that matches `patterns` (in op_registry.cc, the
+  // torch side). INVALID_ARGUMENT when a pattern names a specific op that is not
+  // registered (a typo, or a library that was not loaded).
+  static absl::StatusOr<std::shared_ptr<const OpRegistry>> Build(const OpPatterns& patterns);
+  // For tests: a registry of given descriptions (no torch handles; not runnable).
+  explicit OpRegistry(std::vector<OpInfo> ops) : ops_(std::move(ops)) {}
+
+  // Sorted by name, then overload.
+  const std::vector<OpInfo>& ops() const { return ops_; }
+
+  // The index of a served op by "namespace::name" (its default overload) or
+  // "namespace::name.overload". INVALID_ARGUMENT naming the op when it is not listed or
+  // not served (with the reason).
+  absl::StatusOr<int> Find(absl::string_view qualified_name) const;
+
+  // Opaque handles of the torch side, one per op (null in registries made for tests).
+  struct Handles;
+  const Handles* handles() const { return handles_.get(); }
+
+ private:
+  friend struct OpRegistryBuilder;
+  std::vector<OpInfo> ops_;
+  std::shared_ptr<const Handles> handles_;  // shared_ptr: Handles is incomplete here
+};
+
+// Binds a call's arguments (positional first, then by name) to `op`'s schema: fills
+// call->args. INVALID_ARGUMENT naming the op and the argument for: too many positional
+// arguments, an unknown or repeated name, a kwarg-only argument given by position, a
+// missing required argument, or a value of the wrong kind (saying which are accepted).
+absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCall* call);
+
+}  // namespace myops::server

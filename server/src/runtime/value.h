@@ -1,0 +1,63 @@
+// Argument and result values of a generic operator call, and the call itself: what a
+// front end hands the executor for any served operator. Neither torch nor protobuf:
+// front ends fill these from their messages, the runtime turns them into a boxed stack.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tensor_view.h"
+
+namespace myops::server {
+
+// One value; `kind` says which member holds it. Tensors are views: argument tensors
+// borrow from the request, result tensors from OpCall::keep_alive.
+struct Value {
+  enum class Kind {
+    kNone,
+    kTensor,
+    kInt,
+    kFloat,
+    kBool,
+    kString,
+    kIntList,
+    kFloatList,
+    kTensorList,
+    kScalarType,
+  };
+  Kind kind = Kind::kNone;
+  TensorView tensor;
+  int64_t int_value = 0;
+  double float_value = 0;
+  bool bool_value = false;
+  std::string string_value;
+  std::vector<int64_t> int_list;
+  std::vector<double> float_list;
+  std::vector<TensorView> tensor_list;
+  DType scalar_type = DType::kFloat32;
+};
+
+// A call's argument as a front end received it: positional when `name` is empty.
+struct NamedValue {
+  std::string name;
+  Value value;
+};
+
+// One call of a served operator (an index into the OpRegistry), bound to its schema by
+// BindArguments: args[i] is the schema's i-th argument, nullopt taking its default.
+// The runner fills `results` (schema order) and keeps the memory of result tensors alive
+// in `keep_alive` until the call is destroyed. Owned by the front end's request state;
+// the runner touches it only between Submit and the done callback.
+struct OpCall {
+  int op = -1;
+  std::vector<std::optional<Value>> args;
+  std::vector<Value> results;
+  std::vector<std::shared_ptr<const void>> keep_alive;
+  // Bytes of the argument tensors (for the inline-run decision and the memory budget).
+  int64_t input_bytes = 0;
+};
+
+}  // namespace myops::server

@@ -1,0 +1,162 @@
+// The bidirectional streaming RPCs' reactor (ScaleShiftStream, CallStream): pipelined
+// requests on one stream, bounded read-ahead, responses written in completion order.
+// Private to the myops.v1 front end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/server_callback.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec.h"
+#include "service.h"
+
+namespace myops::server {
+
+// A stream's read-ahead: it stops reading (HTTP/2 flow control then pushes back on its
+// client) while it has kMaxOutstandingPerStream requests, or kStreamWindowBytes of
+// request and response bytes, read and not yet answered. Items also hold the memory
+// budget, which bounds all streams together; this keeps one stream from taking it all.
+inline constexpr int kMaxOutstandingPerStream = 32;
+inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
+
+// One bidirectional stream: reads requests as they come (pipelining), processes each,
+// and writes responses in completion order, one write at a time. Deletes itself in
+// OnDone. Guarded by mu_: everything below it but service_, context_, admitted_ and
+// read_buffer_ (which only the one read in progress touches).
+//
+// `Kind` is the RPC's request type and steps (ScaleShiftStream in service.cc, CallStream
+// in call_service.cc): `State` (one request's state, default-constructible), `kRpc`,
+// `static absl::Status Parse(MyopsService*, const grpc::ByteBuffer&, State*)`,
+// `static void Process(MyopsService*, State*, received, deadline, is_cancelled, done)`,
+// `static absl::StatusOr<grpc::ByteBuffer> Encode(const State&, const Timing&)`,
+// `static uint64_t RequestId(const State&)`, `static uint64_t InputBytes(const State&)`.
+template <typename Kind>
+class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  StreamReactor(MyopsService* service, grpc::CallbackServerContext* context, bool admitted)
+      : service_(service), context_(context), admitted_(admitted) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!admitted_) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the server is at its limit of open streams; retry later"));
+      return;
+    }
+    MaybeReadLocked();
+  }
+
+  void OnReadDone(bool ok) override {
+    const auto received = std::chrono::steady_clock::now();
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      reads_done_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    auto item = std::make_unique<Item>();
+    // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
+    // in the received slices.
+    const absl::Status parsed = Kind::Parse(service_, read_buffer_, &item->state);
+    item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
+    read_buffer_.Clear();
+    Item* raw = item.release();  // Owned by the write queue once completed.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      ++outstanding_;
+      window_bytes_ += raw->window_bytes;
+      MaybeReadLocked();
+    }
+    if (!parsed.ok()) return Complete(raw, parsed, {});
+    Kind::Process(
+        service_, &raw->state, received, context_->deadline(),
+        [ctx = context_] { return ctx->IsCancelled(); },
+        [this, raw](absl::Status status, const myops::v1::Timing& timing) {
+          Complete(raw, std::move(status), timing);
+        });
+  }
+
+  void OnWriteDone(bool /*ok*/) override {
+    std::unique_ptr<Item> written;  // Freed (and its budget released) after the unlock.
+    std::lock_guard<std::mutex> lock(mu_);
+    written = std::move(writes_.front());
+    writes_.pop_front();
+    writing_ = false;
+    --outstanding_;
+    window_bytes_ -= written->window_bytes;
+    if (!writes_.empty()) WriteNextLocked();
+    MaybeReadLocked();
+    MaybeFinishLocked();
+  }
+
+  void OnDone() override {
+    if (admitted_) service_->CloseStream();
+    delete this;
+  }
+
+ private:
+  struct Item {
+    typename Kind::State state;
+    grpc::ByteBuffer response;
+    int64_t window_bytes = 0;  // counted against kStreamWindowBytes until written
+  };
+
+  // Encodes `raw`'s response and queues it for writing.
+  void Complete(Item* raw, absl::Status status, const myops::v1::Timing& timing) {
+    service_->metrics().Record(Kind::kRpc, status, timing, Kind::InputBytes(raw->state));
+    if (status.ok()) {
+      absl::StatusOr<grpc::ByteBuffer> encoded = Kind::Encode(raw->state, timing);
+      if (encoded.ok()) {
+        raw->response = std::move(*encoded);
+      } else {
+        status = encoded.status();
+      }
+    }
+    if (!status.ok()) {
+      raw->response = EncodeStreamError(Kind::RequestId(raw->state), status);
+      raw->state = typename Kind::State();  // Only the small error waits to be written.
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    writes_.emplace_back(raw);
+    if (!writing_) WriteNextLocked();
+  }
+
+  void MaybeReadLocked() {
+    if (reads_done_ || reading_ || finished_ || outstanding_ >= kMaxOutstandingPerStream ||
+        window_bytes_ >= kStreamWindowBytes) {
+      return;
+    }
+    reading_ = true;
+    StartRead(&read_buffer_);
+  }
+  void WriteNextLocked() {
+    writing_ = true;
+    StartWrite(&writes_.front()->response);
+  }
+  void MaybeFinishLocked() {
+    if (reads_done_ && outstanding_ == 0 && !writing_ && !finished_) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  MyopsService* const service_;
+  grpc::CallbackServerContext* const context_;
+  const bool admitted_;  // holds one of the service's open-stream slots
+  grpc::ByteBuffer read_buffer_;
+  std::mutex mu_;
+  std::deque<std::unique_ptr<Item>> writes_;  // front: the write in progress
+  int outstanding_ = 0;                       // read and not yet written
+  int64_t window_bytes_ = 0;                  // of the outstanding items
+  bool reading_ = false, writing_ = false, reads_done_ = false, finished_ = false;
+};
+
+}  // namespace myops::server
