@@ -6,11 +6,14 @@
 #
 #   MYOPS_VENV      virtualenv path   (default: ~/.cache/myops/venv-torch<version>)
 #   MYOPS_TORCH     torch version pin (default: 2.11.0, built with CUDA 13.0 = our nvcc)
+#   MYOPS_TORCHVISION  torchvision pin, matching MYOPS_TORCH (default: 0.26.0)
 #
 # Prints the venv path as the last line of stdout so callers can `source` it.
 set -euo pipefail
 
 TORCH_VERSION="${MYOPS_TORCH:-2.11.0}"
+# The torchvision release built against that torch (0.26 pairs with 2.11).
+TORCHVISION_VERSION="${MYOPS_TORCHVISION:-0.26.0}"
 VENV="${MYOPS_VENV:-$HOME/.cache/myops/venv-torch${TORCH_VERSION}}"
 STAMP_DIR="$HOME/.cache/myops"
 mkdir -p "$STAMP_DIR"
@@ -41,8 +44,9 @@ fi
 # --- Python virtualenv with pinned torch --------------------------------------------
 # Beyond torch and the test tools: ml_dtypes (bfloat16 arrays), grpcio/grpcio-tools (the
 # benchmark peers), scikit-build-core (pip install ./client/python), matplotlib (bench
-# plots), pyyaml (deploy manifest tests). setuptools stays below 82, as torch 2.11 requires.
-PY_REQS=("torch==${TORCH_VERSION}" numpy pytest expecttest hypothesis ml_dtypes grpcio
+# plots), pyyaml (deploy manifest tests), torchvision (the build made for the pinned
+# torch: its operator library is served in the operator-table tests). setuptools stays below 82, as torch 2.11 requires.
+PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest hypothesis ml_dtypes grpcio
          grpcio-tools scikit-build-core matplotlib pyyaml "setuptools<82")
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"

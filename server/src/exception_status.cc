@@ -13,7 +13,7 @@ std::string Text(const c10::Error& e) { return e.what_without_backtrace(); }
 
 }  // namespace
 
-absl::Status StatusFromException(std::exception_ptr e) {
+absl::Status StatusFromException(std::exception_ptr e, bool operator_call) {
   try {
     std::rethrow_exception(e);
   } catch (const c10::TypeError& err) {
@@ -27,6 +27,7 @@ absl::Status StatusFromException(std::exception_ptr e) {
   } catch (const c10::NotImplementedError& err) {
     return absl::UnimplementedError(Text(err));
   } catch (const c10::Error& err) {
+    if (operator_call) return absl::InvalidArgumentError(Text(err));
     return absl::InternalError(Text(err));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError("out of host memory");

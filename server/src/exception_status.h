@@ -11,6 +11,10 @@ namespace myops::server {
 // RESOURCE_EXHAUSTED; c10::NotImplementedError -> UNIMPLEMENTED; std::bad_alloc ->
 // RESOURCE_EXHAUSTED; anything else -> INTERNAL. The message is the exception's text
 // without the C++ backtrace.
-absl::Status StatusFromException(std::exception_ptr e);
+//
+// From a generic call (`operator_call`), a plain c10::Error is INVALID_ARGUMENT: it is
+// how kernels check their arguments (TORCH_CHECK: a dtype, a shape), the caller's to
+// fix, as the RuntimeError a local call raises. Its more specific kinds map as above.
+absl::Status StatusFromException(std::exception_ptr e, bool operator_call = false);
 
 }  // namespace myops::server

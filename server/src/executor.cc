@@ -174,7 +174,7 @@ class ExecutorImpl final : public Executor {
                          *task.job.call, &timing.compute_ns);
         }
       } catch (...) {
-        status = StatusFromException(std::current_exception());
+        status = StatusFromException(std::current_exception(), task.job.call != nullptr);
       }
     }
     task.done(std::move(status), timing);

@@ -173,6 +173,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
 Server::~Server() { Shutdown(std::chrono::milliseconds(0)); }
 
+namespace {
+// "3 served (myops::scale_shift, ...)": the first few, for the start-up line.
+std::string ServedOps(const RuntimeInfo& info) {
+  std::vector<std::string> names;
+  for (const OpInfo& op : info.registry->ops()) {
+    if (op.served) names.push_back(op.QualifiedName());
+  }
+  const size_t shown = std::min<size_t>(names.size(), 4);
+  return absl::StrCat(names.size(), " served (",
+                      absl::StrJoin(names.begin(), names.begin() + shown, ", "),
+                      names.size() > shown ? ", ..." : "", ")");
+}
+}  // namespace
+
 std::string Server::Describe() const {
   const RuntimeInfo& info = executor_->info();
   const auto& limits = options_.limits;
@@ -184,7 +198,8 @@ std::string Server::Describe() const {
       "myops-server ", MYOPS_VERSION_STRING, " listening on ", bound(options_.address, port_),
       options_.tls.cert_file.empty() ? "" : " (TLS)",
       options_.auth_token_file.empty() ? "" : " (bearer token)",
-      " | devices: ", executor_->devices().Names(), " | torch ", info.torch_version,
+      " | devices: ", executor_->devices().Names(), " | operators: ", ServedOps(info), " | torch ",
+      info.torch_version,
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,

@@ -3,7 +3,7 @@
 and near-valid messages, encoded by hand here (no protobuf or numpy needed). Rerun after
 changing it; the output is deterministic. Files are named after what they hold.
 
-The sliced targets (request, request_differential, response, health) read a split prefix
+The sliced targets (request, request_differential, response, health, call_request) read a split prefix
 first (see slices.h): one byte whose low 3 bits count the cuts, then one length per cut.
 Each message is written whole (prefix 0x00) and cut into a few slices; a few requests
 are padded to around the parser's head cap (bit 3 of the prefix, see slices.h).
@@ -103,6 +103,30 @@ def health_messages():
     yield "truncated", key(1, 0) + b"\x80"
 
 
+def value(kind_field, payload):  # myops.v1.Value with one field set
+    return payload if kind_field is None else ld(kind_field, payload)
+
+
+def argument(val, name=b""):
+    return (ld(1, name) if name else b"") + ld(2, val)
+
+
+def call_messages():
+    t = tensor(1, [2, 2], F32)
+    yield "call_scale_shift", (ld(1, b"myops::scale_shift") + ld(2, argument(ld(1, t))) +
+                               ld(2, argument(key(3, 1) + struct.pack("<d", 2.0))) +
+                               ld(2, argument(key(3, 1) + struct.pack("<d", 1.0), b"beta")))
+    yield "call_lists", (ld(1, b"myops_test::stack_all") +
+                         ld(2, argument(ld(8, ld(1, t) + ld(1, t)))) +
+                         ld(2, argument(ld(6, ld(1, b"\x01\x02\x03")))) +
+                         ld(2, argument(ld(7, ld(1, struct.pack("<2d", 1.0, 2.0))))))
+    yield "call_scalars", (ld(1, b"myops_test::describe") + ld(2, argument(ld(1, t))) +
+                           ld(2, argument(ld(5, b"p="))) + ld(2, argument(key(4, 0) + b"\x01")) +
+                           ld(2, argument(key(9, 0) + b"\x08")) + ld(2, argument(ld(10, b""))) +
+                           ld(3, b"cpu") + key(4, 0) + b"\x07")
+    yield "call_empty_value", ld(1, b"x::y") + ld(2, argument(b""))
+
+
 def splits(name, message):
     yield f"{name}", b"\x00" + message
     if len(message) > 4:
@@ -156,6 +180,7 @@ def main():
     write("response", [s for n, m in response_messages() for s in splits(n, m)])
     write("health", [s for n, m in health_messages() for s in splits(n, m)])
     write("npy", npy_files())
+    write("call_request", [s for n, m in call_messages() for s in splits(n, m)])
     return 0
 
 

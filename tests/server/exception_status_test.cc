@@ -10,11 +10,11 @@ namespace myops::server {
 namespace {
 
 template <typename Fn>
-absl::Status Map(Fn throwing) {
+absl::Status Map(Fn throwing, bool operator_call = false) {
   try {
     throwing();
   } catch (...) {
-    return StatusFromException(std::current_exception());
+    return StatusFromException(std::current_exception(), operator_call);
   }
   return absl::OkStatus();
 }
@@ -34,6 +34,15 @@ TEST(ExceptionStatusTest, MapsEachKind) {
   EXPECT_EQ(other.code(), absl::StatusCode::kInternal);
   EXPECT_EQ(other.message(), "boom");  // no C++ backtrace in what clients read
   EXPECT_EQ(Map([] { throw 42; }).code(), absl::StatusCode::kInternal);
+}
+
+TEST(ExceptionStatusTest, AKernelsArgumentCheckInAGenericCallIsTheCallersError) {
+  auto check = Map([] { TORCH_CHECK(false, "dets should have the same type as scores"); }, true);
+  EXPECT_EQ(check.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(check.message(), "dets should have the same type as scores");
+  EXPECT_EQ(Map([] { TORCH_CHECK_NOT_IMPLEMENTED(false, "n"); }, true).code(),
+            absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(Map([] { throw std::runtime_error("bug"); }, true).code(), absl::StatusCode::kInternal);
 }
 
 }  // namespace

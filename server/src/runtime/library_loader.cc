@@ -3,7 +3,9 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <link.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <regex>
 
@@ -35,13 +37,35 @@ std::string LibpythonFor(const std::string& path) {
   return absl::StrCat("libpython", m[1].str(), ".so.1.0");
 }
 
-}  // namespace
+// The directory of the loaded libtorch (libc10.so's), or "". Libraries built against
+// the torch wheel (e.g. torchvision's) need its other libraries (libtorch_python.so) by
+// soname without a path to find them by: a Python process has loaded them already.
+std::string TorchLibDir() {
+  std::string dir;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        const size_t slash = name.rfind('/');
+        if (slash == std::string::npos || name.substr(slash + 1) != "libc10.so") return 0;
+        *static_cast<std::string*>(out) = name.substr(0, slash);
+        return 1;
+      },
+      &dir);
+  return dir;
+}
 
-absl::Status LoadOperatorLibraries(const std::vector<std::string>& paths,
-                                   const std::string& libpython) {
-  for (const std::string& path : paths) {
-    std::string error = Open(path);
-    if (error.empty()) continue;
+// The soname dlopen could not find, from its error text, or "".
+std::string MissingLibrary(const std::string& error) {
+  static const std::regex kMissing("([^ :]+\\.so[^ :]*): cannot open shared object file");
+  std::smatch m;
+  return std::regex_search(error, m, kMissing) ? m[1].str() : "";
+}
+
+// Loads `path`, first loading what it needs that can be found: libpython (for Python
+// extensions) and libraries of the torch wheel. `depth` bounds the recursion.
+absl::Status Load(const std::string& path, const std::string& libpython, int depth) {
+  std::string error = Open(path);
+  for (int attempt = 0; !error.empty() && attempt < 8 && depth < 4; ++attempt) {
     if (NeedsPython(error)) {
       const std::string python = libpython.empty() ? LibpythonFor(path) : libpython;
       if (python.empty()) {
@@ -57,11 +81,36 @@ absl::Status LoadOperatorLibraries(const std::vector<std::string>& paths,
             ". Install that Python's shared library (Debian: the libpython3.X package) or "
             "name one with --libpython PATH"));
       }
-      error = Open(path);
-      if (error.empty()) continue;
+    } else if (const std::string missing = MissingLibrary(error);
+               !missing.empty() && !TorchLibDir().empty() &&
+               access((TorchLibDir() + "/" + missing).c_str(), R_OK) == 0) {
+      const absl::Status dependency = Load(TorchLibDir() + "/" + missing, libpython, depth + 1);
+      if (!dependency.ok()) return dependency;
+    } else {
+      break;
     }
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot load operator library ", path, ": ", error));
+    error = Open(path);
+  }
+  if (error.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("cannot load operator library ", path, ": ", error));
+}
+
+}  // namespace
+
+absl::Status LoadOperatorLibraries(const std::vector<std::string>& paths,
+                                   const std::string& libpython) {
+  // Python-extension libraries (see library_loader.h) may also need the torch wheel's
+  // libtorch_python.so, which is loaded from the directory libtorch was loaded from.
+  // With `libpython` given, it is loaded first.
+  if (!libpython.empty()) {
+    if (std::string error = Open(libpython); !error.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot load --libpython ", libpython, ": ", error));
+    }
+  }
+  for (const std::string& path : paths) {
+    if (absl::Status loaded = Load(path, libpython, 0); !loaded.ok()) return loaded;
   }
   return absl::OkStatus();
 }

@@ -15,7 +15,9 @@ namespace myops::server {
 // symbols, which a server has no interpreter for: when loading fails on an undefined
 // Python symbol, libpython is loaded first (symbols only, RTLD_GLOBAL; no interpreter is
 // started) and the library loaded again. Which libpython: `libpython` when given, else
-// libpythonX.Y.so.1.0 for the "pythonX.Y" in the library's path (site-packages). Errors
+// libpythonX.Y.so.1.0 for the "pythonX.Y" in the library's path (site-packages). Such
+// libraries also need the torch wheel's libtorch_python.so by soname alone: a library
+// that cannot be found but lies next to the loaded libtorch is loaded from there. Errors
 // are FAILED_PRECONDITION with dlerror()'s text and what to do.
 absl::Status LoadOperatorLibraries(const std::vector<std::string>& paths,
                                    const std::string& libpython);

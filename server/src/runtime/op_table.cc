@@ -54,13 +54,14 @@ ArgKind KindOf(const c10::TypePtr& type) {
 ArgInfo Describe(const c10::Argument& a) {
   ArgInfo info;
   info.name = a.name();
-  c10::TypePtr type = a.type();
+  // The real type: the schema parser records SymInt and ScalarType as int in type().
+  c10::TypePtr type = a.real_type();
   if (type->kind() == c10::TypeKind::OptionalType) {
     info.optional = true;
     type = type->castRaw<c10::OptionalType>()->getElementType();
   }
   info.kind = KindOf(type);
-  info.type = a.type()->str();
+  info.type = a.real_type()->str();
   if (a.N().has_value()) {
     info.type = absl::StrReplaceAll(info.type, {{"[]", absl::StrCat("[", *a.N(), "]")}});
   }

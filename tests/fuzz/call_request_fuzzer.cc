@@ -1,0 +1,66 @@
+// Fuzz target: the server's generic-call decoding, as Call and CallStream run it:
+// server::ParseCallRequest (wire::CheckCallRequestHead, then protobuf) over a
+// myops.v1.CallRequest received as several slices (slices.h), then DecodeArguments with
+// the default limits. Beyond "no crash, no sanitizer report", checks what the server
+// relies on: refusals are INVALID_ARGUMENT; an accepted request costs a bounded multiple
+// of its head besides its tensor data (the memory budget reserves twice the received
+// size); every accepted tensor's size is numel * itemsize.
+#include <string>
+
+#include "call_codec.h"
+#include "myops/v1/myops.pb.h"
+#include "myops/wire/tensor_wire.h"
+#include "slices.h"
+
+namespace {
+
+using myops::fuzz::Fail;
+
+// The parsed message's memory besides its tensors' data.
+constexpr size_t kMaxHeadMemory = 64 * myops::wire::kMaxHeadBytes;
+
+size_t TensorData(const myops::v1::CallRequest& request) {
+  size_t n = 0;
+  for (const auto& arg : request.arguments()) {
+    n += arg.value().tensor().data().capacity();
+    for (const auto& t : arg.value().tensor_list().tensors()) n += t.data().capacity();
+  }
+  return n;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
+  myops::fuzz::SlicedInput input =
+      myops::fuzz::SplitIntoSlices(bytes, size, myops::wire::kMaxHeadBytes);
+  myops::v1::CallRequest request;
+  const absl::Status status = myops::server::ParseCallRequest(input.buffer, &request);
+  if (!status.ok()) {
+    if (status.code() != absl::StatusCode::kInvalidArgument) {
+      Fail("a refusal with a code other than INVALID_ARGUMENT");
+    }
+    return 0;
+  }
+  if (request.SpaceUsedLong() > TensorData(request) + kMaxHeadMemory) {
+    Fail("an accepted request costs more than its data plus the head bound");
+  }
+  const auto args = myops::server::DecodeArguments(request, myops::server::TensorLimits{});
+  if (!args.ok()) {
+    if (args.status().code() != absl::StatusCode::kInvalidArgument) {
+      Fail("DecodeArguments failed with a code other than INVALID_ARGUMENT");
+    }
+    return 0;
+  }
+  for (const myops::server::NamedValue& v : *args) {
+    const myops::server::TensorView& t = v.value.tensor;
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    if (v.value.kind == myops::server::Value::Kind::kTensor &&
+        numel * myops::server::ItemSize(t.dtype) != t.bytes) {
+      Fail("an accepted tensor's size is not numel * itemsize");
+    }
+  }
+  return 0;
+}
