@@ -106,8 +106,16 @@ absl::Status MyopsService::ReserveCallRequest(int64_t bytes, CallState* state) {
 
 void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
                                std::chrono::system_clock::time_point deadline,
-                               std::function<bool()> is_cancelled, Done done) {
+                               std::function<bool()> is_cancelled, Done given_done) {
   const auto start = received;
+  // Counts the call under its operator's name once known (the registry's, never the
+  // client's string).
+  auto op_name = std::make_shared<std::string>();
+  Done done = [this, op_name, given_done = std::move(given_done)](absl::Status status,
+                                                                  const myops::v1::Timing& timing) {
+    metrics_.RecordOperator(*op_name, status);
+    given_done(std::move(status), timing);
+  };
   if (!inflight_.TryAcquire()) {
     done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
                                                    inflight_.limit(),
@@ -124,6 +132,7 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   auto index = registry.Find(request.op());
   if (!index.ok()) return fail(index.status());
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  *op_name = op.QualifiedName();
   auto args = DecodeArguments(request, limits_.tensor);
   if (!args.ok()) return fail(args.status());
   state->call.op = *index;

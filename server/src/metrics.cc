@@ -81,6 +81,12 @@ Metrics::Metrics()
                    .Name("myops_requests_total")
                    .Help("Finished requests by RPC and gRPC status code.")
                    .Register(*registry_);
+  op_calls_ = &prometheus::BuildCounter()
+                   .Name("myops_operator_calls_total")
+                   .Help(
+                       "Finished Call and CallStream requests by served operator and gRPC "
+                       "status code (op=\"\" when the request named no served operator).")
+                   .Register(*registry_);
   auto& duration = prometheus::BuildHistogram()
                        .Name("myops_request_duration_seconds")
                        .Help(
@@ -132,6 +138,13 @@ void Metrics::Record(Rpc rpc, const absl::Status& status, const myops::v1::Timin
                                    timing.encode_ns()};
   for (int s = 0; s < kStages; ++s) m.stage_seconds[s]->Increment(Seconds(stages[s]));
   m.tensor_bytes->Increment(static_cast<double>(tensor_bytes));
+}
+
+void Metrics::RecordOperator(const std::string& op, const absl::Status& status) {
+  const int raw_code = static_cast<int>(status.code());
+  const int code = raw_code >= 0 && raw_code < kCodes ? raw_code : 2;  // UNKNOWN
+  // Add is locked and idempotent: the series of (op, code) is created once.
+  op_calls_->Add({{"op", op}, {"code", kCodeNames[code]}}).Increment();
 }
 
 absl::Status Metrics::AddGauge(std::string name, std::string help, std::function<double()> read) {

@@ -50,6 +50,10 @@ class Metrics {
   void Record(Rpc rpc, const absl::Status& status, const myops::v1::Timing& timing,
               uint64_t tensor_bytes);
 
+  // One finished generic call of the served operator `op` ("" when it named none: only
+  // the registry's names may become label values, never a client's string).
+  void RecordOperator(const std::string& op, const absl::Status& status);
+
   // Adds a gauge without labels whose value is `read()` at each scrape, e.g.
   // AddGauge("myops_memory_held_bytes", "Bytes held for requests.", [&budget] { ... }).
   // `read` runs on the endpoint's scrape threads, possibly several at once, for as long
@@ -85,6 +89,7 @@ class Metrics {
 
   std::shared_ptr<prometheus::Registry> registry_;  // Owns every family and child below.
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;
+  prometheus::Family<prometheus::Counter>* op_calls_ = nullptr;
   std::array<PerRpc, kRpcs> rpcs_;
   std::shared_ptr<GaugeCollectable> gauges_;
 };

@@ -185,3 +185,17 @@ def test_scale_shift_through_call_equals_scale_shift(stub, stubs):
         timeout=60)
     np.testing.assert_array_equal(
         via_call, np.frombuffer(typed.output.data, np.float32).reshape(x.shape))
+
+
+def test_calls_are_counted_per_operator(ops_server, stub, stubs):
+    pb, _ = stubs
+    x = np.ones(4, np.float32)
+    before = ops_server.metrics()
+    key = 'myops_operator_calls_total{code="OK",op="myops_test::add3"}'
+    bad = 'myops_operator_calls_total{code="INVALID_ARGUMENT",op=""}'
+    call(stub, pb, "myops_test::add3", x, x)
+    error(stub, pb, "myops_test::not_an_op_" + "x" * 50)
+    after = ops_server.metrics()
+    assert after[key] - before.get(key, 0) == 1
+    assert after[bad] - before.get(bad, 0) == 1
+    assert not any("not_an_op" in k for k in after)  # client strings never become labels
