@@ -24,27 +24,38 @@ Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
 }
 
+// A myops.v1 call's state: the pipeline's, and the parsed request its views point into.
+struct V1CallState : CallState {
+  myops::v1::CallRequest request;
+};
+
 // The unary Call's reactor: owns the call's state (and so its budget and result memory)
 // until gRPC is done with the call. Deletes itself in OnDone.
 class CallReactor final : public grpc::ServerUnaryReactor {
  public:
-  CallState state;
+  V1CallState state;
   void OnDone() override { delete this; }
 };
 
-// Reserves the budget for a request of `bytes`, then parses it.
-absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, CallState* state) {
+// Reserves the budget for a request of `bytes`, parses it and decodes its arguments.
+absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallState* state) {
   if (absl::Status reserved =
           service->ReserveCallRequest(static_cast<int64_t>(bytes.Length()), state);
       !reserved.ok()) {
     return reserved;
   }
-  return ParseCallRequest(bytes, &state->request);
+  if (absl::Status parsed = ParseCallRequest(bytes, &state->request); !parsed.ok()) return parsed;
+  auto args = DecodeArguments(state->request, service->limits().tensor);
+  if (!args.ok()) return args.status();
+  state->args = std::move(*args);
+  state->op = state->request.op();
+  state->device = state->request.device();
+  return absl::OkStatus();
 }
 
 // CallStream's steps for StreamReactor.
 struct CallStreamKind {
-  using State = CallState;
+  using State = V1CallState;
   static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kCallStream;
   static absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, State* state) {
     return server::Parse(service, bytes, state);
@@ -127,19 +138,16 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
     inflight_.Release();
     done(std::move(status), {});
   };
-  const myops::v1::CallRequest& request = state->request;
   const OpRegistry& registry = *executor_->info().registry;
-  auto index = registry.Find(request.op());
+  auto index = registry.Find(state->op);
   if (!index.ok()) return fail(index.status());
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
   *op_name = op.QualifiedName();
-  auto args = DecodeArguments(request, limits_.tensor);
-  if (!args.ok()) return fail(args.status());
   state->call.op = *index;
-  if (absl::Status bound = BindArguments(op, std::move(*args), &state->call); !bound.ok()) {
+  if (absl::Status bound = BindArguments(op, std::move(state->args), &state->call); !bound.ok()) {
     return fail(std::move(bound));
   }
-  auto wanted = ParseDeviceRequest(request.device());
+  auto wanted = ParseDeviceRequest(state->device);
   if (!wanted.ok()) return fail(wanted.status());
   auto slot = ResolveFor(op, executor_->devices(), *wanted, round_robin_.fetch_add(1));
   if (!slot.ok()) return fail(slot.status());
@@ -150,37 +158,38 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   job.deadline = ToSteady(deadline);
   job.is_cancelled = std::move(is_cancelled);
   const int64_t decode_ns = Nanos(Clock::now() - start);
-  executor_->Submit(std::move(job), [this, state, start, decode_ns, done = std::move(done)](
-                                        absl::Status status, const JobTiming& t) {
-    const auto computed = Clock::now();
-    if (status.ok()) {
-      // Results exist by now (the op allocated them); they are held from here until sent.
-      const int64_t result_bytes = ResultBytes(state->call);
-      if (result_bytes > limits_.max_message_bytes) {
-        status = absl::ResourceExhaustedError(
-            absl::StrCat("the results of ", state->request.op().substr(0, 128), " take ",
-                         result_bytes, " bytes, more than the largest message this server sends (",
-                         limits_.max_message_bytes, " bytes, --max-message-bytes)"));
-      } else {
-        status = Reserve(result_bytes, &state->result_reservation);
-      }
-      if (!status.ok()) {
-        state->call.results.clear();
-        state->call.keep_alive.clear();
-      }
-    }
-    myops::v1::Timing timing;
-    if (status.ok()) {
-      timing.set_decode_ns(decode_ns);
-      timing.set_queue_ns(t.queue_ns);
-      timing.set_compute_ns(t.compute_ns);
-      timing.set_encode_ns(Nanos(Clock::now() - computed));
-      timing.set_device(t.device);
-      timing.set_total_ns(Nanos(Clock::now() - start));
-    }
-    inflight_.Release();
-    done(std::move(status), timing);
-  });
+  executor_->Submit(
+      std::move(job), [this, state, start, decode_ns, op_name, done = std::move(done)](
+                          absl::Status status, const JobTiming& t) {
+        const auto computed = Clock::now();
+        if (status.ok()) {
+          // Results exist by now (the op allocated them); they are held from here until sent.
+          const int64_t result_bytes = ResultBytes(state->call);
+          if (result_bytes > limits_.max_message_bytes) {
+            status = absl::ResourceExhaustedError(
+                absl::StrCat("the results of ", *op_name, " take ", result_bytes,
+                             " bytes, more than the largest message this server sends (",
+                             limits_.max_message_bytes, " bytes, --max-message-bytes)"));
+          } else {
+            status = Reserve(result_bytes, &state->result_reservation);
+          }
+          if (!status.ok()) {
+            state->call.results.clear();
+            state->call.keep_alive.clear();
+          }
+        }
+        myops::v1::Timing timing;
+        if (status.ok()) {
+          timing.set_decode_ns(decode_ns);
+          timing.set_queue_ns(t.queue_ns);
+          timing.set_compute_ns(t.compute_ns);
+          timing.set_encode_ns(Nanos(Clock::now() - computed));
+          timing.set_device(t.device);
+          timing.set_total_ns(Nanos(Clock::now() - start));
+        }
+        inflight_.Release();
+        done(std::move(status), timing);
+      });
 }
 
 grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* context,
@@ -191,7 +200,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
   }
   const auto received = Clock::now();
   auto* reactor = new CallReactor();
-  CallState& state = reactor->state;
+  V1CallState& state = reactor->state;
   if (absl::Status parsed = Parse(this, *request, &state); !parsed.ok()) {
     metrics_.Record(Metrics::Rpc::kCall, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
@@ -200,7 +209,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
   ProcessCall(
       &state, received, context->deadline(), [context] { return context->IsCancelled(); },
       [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
-        CallState& state = reactor->state;
+        V1CallState& state = reactor->state;
         metrics_.Record(Metrics::Rpc::kCall, status, timing,
                         static_cast<uint64_t>(state.call.input_bytes));
         if (status.ok()) {

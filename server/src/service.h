@@ -72,12 +72,15 @@ struct RequestState {
   const void* ContiguousInput(int64_t alignment);
 };
 
-// One generic call on its way through the pipeline (Call, CallStream): the parsed request
-// (its tensors' data copied once by protobuf), the call bound to the op's schema (views
-// into the request; results kept alive by the call), and the budget for both. Owned by
-// its RPC's reactor until the response has been written.
+// One generic call on its way through the pipeline, protocol-neutral: the operator's
+// name, the arguments as values (views into the front end's message, which its derived
+// state owns), the requested device; then the call bound to the op's schema (results kept
+// alive by the call), and the budget held for the request and its results. Owned by its
+// RPC's reactor until the response has been written.
 struct CallState {
-  myops::v1::CallRequest request;
+  std::string op;      // "namespace::name[.overload]", as the client named it
+  std::string device;  // as ScaleShiftRequest.device
+  std::vector<NamedValue> args;
   OpCall call;
   BudgetReservation request_reservation;
   BudgetReservation result_reservation;
@@ -138,8 +141,9 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   // A generic call's steps (call_service.cc): reserves the memory budget for a request of
   // `bytes` received bytes (as received and as parsed) before it is parsed...
   absl::Status ReserveCallRequest(int64_t bytes, CallState* state);
-  // ...then, as Process: admits, resolves the op, binds its arguments, picks a device
-  // with a kernel and submits; on success also reserves the result tensors' bytes.
+  // ...then, once the front end has filled op, device and args, as Process: admits,
+  // resolves the op, binds the arguments, picks a device with a kernel and submits; on
+  // success also reserves the result tensors' bytes.
   void ProcessCall(CallState* state, std::chrono::steady_clock::time_point received,
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
