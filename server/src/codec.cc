@@ -1,6 +1,8 @@
 // Validation of wire tensors (see codec.h).
 #include "codec.h"
 
+#include <optional>
+
 #include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -10,26 +12,16 @@
 namespace myops::server {
 namespace {
 
-constexpr char kDTypes[] =
-    "expected one of DTYPE_FLOAT32, DTYPE_FLOAT64, DTYPE_FLOAT16, DTYPE_BFLOAT16";
-
 absl::StatusOr<DType> DecodeDType(int value, absl::string_view field) {
-  switch (value) {
-    case myops::v1::DTYPE_FLOAT32:
-      return DType::kFloat32;
-    case myops::v1::DTYPE_FLOAT64:
-      return DType::kFloat64;
-    case myops::v1::DTYPE_FLOAT16:
-      return DType::kFloat16;
-    case myops::v1::DTYPE_BFLOAT16:
-      return DType::kBFloat16;
-    case myops::v1::DTYPE_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".dtype is DTYPE_UNSPECIFIED; ", kDTypes));
-    default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".dtype has unknown value ", value, "; ", kDTypes));
+  if (std::optional<DType> dtype = DTypeFromWire(value)) return *dtype;
+  if (value == myops::v1::DTYPE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(field,
+                                                   ".dtype is DTYPE_UNSPECIFIED; expected one of ",
+                                                   DTypeNameList(/*wire_names=*/true)));
   }
+  return absl::InvalidArgumentError(absl::StrCat(field, ".dtype has unknown value ", value,
+                                                 "; expected one of ",
+                                                 DTypeNameList(/*wire_names=*/true)));
 }
 
 std::string ShapeString(const myops::v1::Tensor& t) {
@@ -37,20 +29,6 @@ std::string ShapeString(const myops::v1::Tensor& t) {
 }
 
 }  // namespace
-
-absl::string_view DTypeName(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kFloat16:
-      return "float16";
-    case DType::kBFloat16:
-      return "bfloat16";
-  }
-  return "unknown";
-}
 
 absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string_view field,
                                         const TensorLimits& limits) {

@@ -43,8 +43,21 @@ c10::ScalarType ToScalarType(DType t) {
       return at::kHalf;
     case DType::kBFloat16:
       return at::kBFloat16;
+    case DType::kInt8:
+      return at::kChar;
+    case DType::kInt16:
+      return at::kShort;
+    case DType::kInt32:
+      return at::kInt;
+    case DType::kInt64:
+      return at::kLong;
+    case DType::kUInt8:
+      return at::kByte;
+    case DType::kBool:
+      return at::kBool;
   }
-  return at::kFloat;
+  // The codec admits only table values; anything else is a bug here, not a bad request.
+  TORCH_CHECK(false, "no PyTorch dtype for wire dtype ", static_cast<int>(t));
 }
 
 at::Tensor WrapCpu(const void* data, const std::vector<int64_t>& shape, DType dtype) {

@@ -5,25 +5,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
-#include "absl/strings/string_view.h"
+
+#include "myops/common/dtype.h"
 
 namespace myops::server {
 
-// Element types on the wire and in the executor (values match myops.v1.DType).
-enum class DType : int { kFloat32 = 1, kFloat64 = 2, kFloat16 = 3, kBFloat16 = 4 };
-
-inline int64_t ItemSize(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return 4;
-    case DType::kFloat64:
-      return 8;
-    default:
-      return 2;
-  }
-}
-
-absl::string_view DTypeName(DType t);
+// Element types on the wire and in the executor: the repository's one table
+// (myops/common/dtype.h; values match myops.v1.DType). ItemSize and DTypeName come with it.
+using ::myops::DType;
+using ::myops::DTypeName;
+using ::myops::ItemSize;
 
 // A read-only view of a dense row-major tensor owned by someone else (on the server: the
 // request message). `bytes` == numel * ItemSize(dtype), checked by the codec.

@@ -3,9 +3,14 @@
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 #include "codec.h"
 #include "device.h"
@@ -42,6 +47,13 @@ std::vector<BadTensor> BadTensors() {
        "input.dtype is DTYPE_UNSPECIFIED; expected one of DTYPE_FLOAT32"},
       {"unknown dtype", MakeTensor(99, {2}, 8), {}, "input.dtype has unknown value 99"},
       {"negative dtype", MakeTensor(-1, {2}, 8), {}, "input.dtype has unknown value -1"},
+      {"first unknown dtype",
+       MakeTensor(11, {2}, 2),
+       {},
+       "input.dtype has unknown value 11; expected one of DTYPE_FLOAT32, DTYPE_FLOAT64, "
+       "DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_INT8, DTYPE_INT16, DTYPE_INT32, DTYPE_INT64, "
+       "DTYPE_UINT8, DTYPE_BOOL"},
+      {"int64 short data", MakeTensor(8, {3}, 16), {}, "shape [3] of int64 needs exactly 24"},
       {"negative dim",
        MakeTensor(1, {2, -3}, 0),
        {},
@@ -316,6 +328,64 @@ TEST(DeviceTest, ParsesServerDeviceLists) {
   EXPECT_EQ(ParseDeviceList("cuda:3", 2).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ParseDeviceList("gpu", 2).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseDeviceList("", 2).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CodecTest, DTypeTableMatchesTheProtoEnum) {
+  for (int value = -2; value < 64; ++value) {
+    SCOPED_TRACE(value);
+    const std::optional<DType> dtype = DTypeFromWire(value);
+    EXPECT_EQ(myops::v1::DType_IsValid(value), value == 0 || dtype.has_value());
+    if (!dtype) continue;
+    std::string upper(DTypeName(*dtype));
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    EXPECT_EQ(myops::v1::DType_Name(static_cast<myops::v1::DType>(value)), "DTYPE_" + upper);
+    EXPECT_EQ(DTypeFromName(DTypeName(*dtype)), dtype);
+  }
+  EXPECT_EQ(ItemSize(DType::kInt8), sizeof(int8_t));
+  EXPECT_EQ(ItemSize(DType::kInt16), sizeof(int16_t));
+  EXPECT_EQ(ItemSize(DType::kInt32), sizeof(int32_t));
+  EXPECT_EQ(ItemSize(DType::kInt64), sizeof(int64_t));
+  EXPECT_EQ(ItemSize(DType::kUInt8), sizeof(uint8_t));
+  EXPECT_EQ(ItemSize(DType::kBool), sizeof(bool));
+  EXPECT_EQ(ItemSize(DType::kFloat64), sizeof(double));
+}
+
+// Every dtype decodes as a zero-copy view and comes back in the response with its wire
+// value and its bytes unchanged; one byte less is refused with the dtype's name.
+TEST(CodecTest, EveryDTypeRoundTrips) {
+  for (const DTypeInfo& info : kDTypeTable) {
+    SCOPED_TRACE(std::string(info.name));
+    const int wire = static_cast<int>(info.dtype);
+    const int64_t bytes = 6 * info.item_size;
+    myops::v1::ScaleShiftRequest request;
+    *request.mutable_input() = MakeTensor(wire, {2, 3}, static_cast<size_t>(bytes));
+    std::string* data = request.mutable_input()->mutable_data();
+    for (size_t i = 0; i < data->size(); ++i) (*data)[i] = static_cast<char>(i % 2);  // bool-safe
+    absl::StatusOr<TensorView> input = DecodeTensor(request.input(), "input", {});
+    ASSERT_TRUE(input.ok()) << input.status();
+    EXPECT_EQ(input->dtype, info.dtype);
+    EXPECT_EQ(input->bytes, bytes);
+    EXPECT_EQ(input->data, data->data());
+
+    grpc::Slice slice;
+    MutableTensorView out = AllocateOutput(*input, &slice);
+    ASSERT_EQ(out.dtype, info.dtype);
+    ASSERT_EQ(out.bytes, bytes);
+    std::memcpy(out.data, input->data, static_cast<size_t>(bytes));
+    grpc::ByteBuffer encoded = EncodeResponse(request, slice, myops::v1::Timing());
+    myops::v1::ScaleShiftResponse parsed;
+    grpc::ProtoBufferReader reader(&encoded);
+    ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader));
+    EXPECT_EQ(static_cast<int>(parsed.output().dtype()), wire);
+    EXPECT_EQ(parsed.output().data(), *data);
+
+    Tensor short_data = MakeTensor(wire, {2, 3}, static_cast<size_t>(bytes - 1));
+    absl::StatusOr<TensorView> refused = DecodeTensor(short_data, "input", {});
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find(absl::StrCat("of ", info.name, " needs exactly ")),
+              absl::string_view::npos)
+        << refused.status();
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "reference.h"
 #include "test_server.h"
@@ -106,6 +107,24 @@ TEST_F(IntegrationTest, BadRequestsGetPreciseStatuses) {
     grpc::Status status = Call(c.request, &response);
     EXPECT_EQ(status.error_code(), c.code);
     EXPECT_NE(status.error_message().find(c.fragment), std::string::npos) << status.error_message();
+  }
+}
+
+// The codec accepts the integer and bool dtypes; scale_shift's own checks refuse them,
+// and the client reads PyTorch's message naming the dtype.
+TEST_F(IntegrationTest, IntegerAndBoolInputsGetTheOperatorsInvalidArgument) {
+  const std::pair<DType, const char*> cases[] = {{DType::kInt8, "Char"},  {DType::kInt16, "Short"},
+                                                 {DType::kInt32, "Int"},  {DType::kInt64, "Long"},
+                                                 {DType::kUInt8, "Byte"}, {DType::kBool, "Bool"}};
+  for (const auto& [dtype, torch_name] : cases) {
+    SCOPED_TRACE(std::string(DTypeName(dtype)));
+    ScaleShiftResponse response;
+    grpc::Status status = Call(MakeRequest(dtype, {2, 3}, 2.0, 1.0), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(
+        status.error_message().find(std::string("unsupported dtype ") + torch_name + " for 'x'"),
+        std::string::npos)
+        << status.error_message();
   }
 }
 
