@@ -11,7 +11,9 @@
 #include <iostream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "myops/common/dtype.h"
 #include "myops/common/token_file.h"
 #include "report.h"
 #include "runner.h"
@@ -33,6 +35,15 @@ bool ParseSize(const std::string& text, int64_t* bytes) {
     }
   }
   return absl::SimpleAtoi(text, bytes);
+}
+
+// "float32, float64, float16, bfloat16": the dtypes scale_shift computes in.
+std::string FloatingDTypeNames() {
+  std::string names;
+  for (const myops::DTypeInfo& info : myops::kDTypeTable) {
+    if (info.is_floating) absl::StrAppend(&names, names.empty() ? "" : ", ", info.name);
+  }
+  return names;
 }
 
 }  // namespace
@@ -66,7 +77,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sizes", sizes, "Payload sizes to sweep instead of --shape (1KiB,16MiB,...)")
       ->delimiter(',');
-  app.add_option("--dtype", dtype, "float32 | float64 | float16 | bfloat16")->capture_default_str();
+  app.add_option("--dtype", dtype, "A floating dtype of scale_shift: " + FloatingDTypeNames())
+      ->capture_default_str();
   app.add_option("--device", base.device, "Device requested from the server");
   app.add_option("--duration", duration_s, "Seconds per measurement window")->capture_default_str();
   app.add_option("--requests", base.max_requests, "Requests per window (instead of --duration)");
@@ -93,6 +105,12 @@ int main(int argc, char** argv) {
   auto parsed_dtype = myops::client::ParseDType(dtype);
   if (!parsed_dtype.ok()) {
     std::cerr << "--dtype: " << parsed_dtype.status().message() << "\n";
+    return 2;
+  }
+  if (!myops::IsFloatingDType(*parsed_dtype)) {
+    // scale_shift rejects the others: every request would fail.
+    std::cerr << "--dtype: " << dtype << " is not accepted by scale_shift; expected one of "
+              << FloatingDTypeNames() << "\n";
     return 2;
   }
   base.dtype = *parsed_dtype;

@@ -69,6 +69,11 @@ expect_ok scale-shift --target "$address" --shape 3 --dtype bfloat16 --repeat 5 
 expect_in out "output      bfloat16 [3] (6 bytes)"
 expect_in out "repeat 5"
 
+expect_ok scale-shift --target "$address" --shape 2,2 --dtype int16 --seed 3
+expect_in out "output      int16 [2, 2] (8 bytes)"
+expect_ok scale-shift --target "$address" --shape 3 --dtype bool
+expect_in out "output      bool [3] (3 bytes)"
+
 run_cli scale-shift --target "$address" --shape 2,-3
 [[ $rc -eq 1 ]] || fail "negative dim: exit $rc, expected 1"
 expect_in err "INVALID_ARGUMENT"
@@ -92,9 +97,10 @@ if ! "$python" -c 'import numpy' 2>/dev/null; then
   fail "$python cannot import numpy (scripts/bootstrap.sh installs it)"
 fi
 # NumPy writes the inputs and reads what myops-cli wrote (the echo returns the input).
-for dtype in float32 float64 float16; do
-  "$python" -c "import numpy as np; np.save('$work/x_$dtype.npy', \
-    (np.arange(24).reshape(2, 3, 4) / 7).astype('$dtype'))"
+for dtype in float32 float64 float16 int8 int16 int32 int64 uint8 bool; do
+  "$python" -c "import numpy as np; d = np.dtype('$dtype'); np.save('$work/x_$dtype.npy', \
+    (np.arange(24).reshape(2, 3, 4) / 7 if d.kind == 'f' else \
+     np.arange(-12, 12).reshape(2, 3, 4)).astype(d))"
   expect_ok scale-shift --target "$address" --input "$work/x_$dtype.npy" \
     --output "$work/y_$dtype.npy"
   "$python" -c "import numpy as np, sys; x = np.load('$work/x_$dtype.npy'); \

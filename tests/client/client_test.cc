@@ -22,8 +22,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr DType kAllDTypes[] = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                DType::kBFloat16};
+// Every dtype of the table (the echo server sends back whatever it receives).
+std::vector<DType> AllDTypes() {
+  std::vector<DType> dtypes;
+  for (const ::myops::DTypeInfo& info : ::myops::kDTypeTable) dtypes.push_back(info.dtype);
+  return dtypes;
+}
 
 // A tensor of the given dtype and shape filled with random bytes (any bit pattern: the
 // echo server does not interpret them).
@@ -65,14 +69,14 @@ class ClientTest : public ::testing::Test {
 };
 
 TEST_F(ClientTest, UnaryRoundTripOfEveryDType) {
-  for (DType dtype : kAllDTypes) {
+  for (DType dtype : AllDTypes()) {
     SCOPED_TRACE(DTypeName(dtype));
     ExpectEcho(RandomTensor(dtype, {3, 4}));
   }
 }
 
 TEST_F(ClientTest, ZeroDimTensorHasOneElement) {
-  for (DType dtype : kAllDTypes) {
+  for (DType dtype : AllDTypes()) {
     Tensor scalar = RandomTensor(dtype, {});
     ASSERT_EQ(scalar.size_bytes(), DTypeItemSize(dtype));
     ExpectEcho(scalar);
@@ -107,7 +111,7 @@ TEST_F(ClientTest, ChannelArgumentsOverrideTheMessageLimit) {
 }
 
 TEST_F(ClientTest, ScaleShiftIntoWritesTheCallerBuffer) {
-  for (DType dtype : kAllDTypes) {
+  for (DType dtype : AllDTypes()) {
     SCOPED_TRACE(DTypeName(dtype));
     Tensor x = RandomTensor(dtype, {7, 5});
     absl::StatusOr<Tensor> out = Tensor::Allocate(dtype, {7, 5});
@@ -186,7 +190,8 @@ TEST_F(ClientTest, AsyncCallsCompleteWithTheirOwnResults) {
   constexpr int kCalls = 20;
   std::vector<Tensor> inputs;
   for (int i = 0; i < kCalls; ++i) {
-    inputs.push_back(RandomTensor(kAllDTypes[i % 4], {i % 5, 3}, static_cast<uint32_t>(i)));
+    inputs.push_back(
+        RandomTensor(AllDTypes()[i % ::myops::kNumDTypes], {i % 5, 3}, static_cast<uint32_t>(i)));
   }
   Results results(kCalls);
   for (int i = 0; i < kCalls; ++i) {

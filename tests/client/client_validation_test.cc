@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "echo_test_server.h"
@@ -27,9 +28,9 @@ std::vector<Case> Cases() {
   constexpr int64_t kBig = int64_t{1} << 40;
   return {
       {"unknown dtype",
-       {static_cast<DType>(9), {2}, kBuffer, 8},
-       "input: dtype 9 is not a known DType; expected one of float32, float64, float16, "
-       "bfloat16"},
+       {static_cast<DType>(11), {2}, kBuffer, 8},
+       "input: dtype 11 is not a known DType; expected one of float32, float64, float16, "
+       "bfloat16, int8, int16, int32, int64, uint8, bool"},
       {"zero dtype", {static_cast<DType>(0), {2}, kBuffer, 8}, "dtype 0 is not a known DType"},
       {"negative dim",
        {DType::kFloat32, {2, -3}, kBuffer, 24},
@@ -197,16 +198,30 @@ TEST(ClientTensorTest, DTypeHelpers) {
   EXPECT_EQ(DTypeItemSize(DType::kFloat64), 8u);
   EXPECT_EQ(DTypeItemSize(DType::kFloat16), 2u);
   EXPECT_EQ(DTypeItemSize(DType::kBFloat16), 2u);
+  EXPECT_EQ(DTypeItemSize(DType::kInt8), 1u);
+  EXPECT_EQ(DTypeItemSize(DType::kInt16), 2u);
+  EXPECT_EQ(DTypeItemSize(DType::kInt32), 4u);
+  EXPECT_EQ(DTypeItemSize(DType::kInt64), 8u);
+  EXPECT_EQ(DTypeItemSize(DType::kUInt8), 1u);
+  EXPECT_EQ(DTypeItemSize(DType::kBool), 1u);
   EXPECT_EQ(DTypeItemSize(static_cast<DType>(0)), 0u);
-  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
-    absl::StatusOr<DType> parsed = ParseDType(DTypeName(dtype));
+  EXPECT_EQ(DTypeItemSize(static_cast<DType>(11)), 0u);
+  // The client's DType is the repository's one table, wire values included.
+  static_assert(std::is_same_v<DType, ::myops::DType>);
+  EXPECT_EQ(static_cast<int>(DType::kInt8), 5);
+  EXPECT_EQ(static_cast<int>(DType::kBool), 10);
+  for (const ::myops::DTypeInfo& info : ::myops::kDTypeTable) {
+    absl::StatusOr<DType> parsed = ParseDType(DTypeName(info.dtype));
     ASSERT_TRUE(parsed.ok());
-    EXPECT_EQ(*parsed, dtype);
+    EXPECT_EQ(*parsed, info.dtype);
+    EXPECT_EQ(DTypeItemSize(info.dtype), static_cast<size_t>(info.item_size));
   }
+  EXPECT_EQ(DTypeName(DType::kUInt8), "uint8");
   EXPECT_EQ(DTypeName(static_cast<DType>(42)), "unknown");
-  absl::StatusOr<DType> bad = ParseDType("int8");
+  absl::StatusOr<DType> bad = ParseDType("int128");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.status().message(), HasSubstr("unknown dtype \"int8\""));
+  EXPECT_THAT(bad.status().message(), HasSubstr("unknown dtype \"int128\"; expected one of "
+                                                "float32, float64, float16, bfloat16, int8"));
 }
 
 TEST(ClientTensorTest, SizesAndAllocation) {
@@ -216,6 +231,8 @@ TEST(ClientTensorTest, SizesAndAllocation) {
   EXPECT_EQ(*TensorByteSize(DType::kFloat64, {2, 3}), 48u);
   EXPECT_EQ(ShapeToString({}), "[]");
   EXPECT_EQ(ShapeToString({2, 3}), "[2, 3]");
+  EXPECT_EQ(*TensorByteSize(DType::kInt16, {2, 3}), 12u);
+  EXPECT_EQ(*TensorByteSize(DType::kBool, {2, 3}), 6u);
   absl::StatusOr<Tensor> tensor = Tensor::Allocate(DType::kBFloat16, {3, 5});
   ASSERT_TRUE(tensor.ok());
   EXPECT_EQ(tensor->size_bytes(), 30u);

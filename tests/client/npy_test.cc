@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "myops/common/dtype.h"
 #include "tensor_values.h"
 
 namespace myops::cli {
@@ -42,7 +44,10 @@ Tensor Random(DType dtype, std::vector<int64_t> shape) {
 }
 
 TEST(NpyTest, RoundTripsEverySupportedDTypeAndShape) {
-  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16}) {
+  for (const ::myops::DTypeInfo& info : ::myops::kDTypeTable) {
+    if (info.dtype == DType::kBFloat16) continue;  // NumPy has none (RefusesToWriteBFloat16).
+    const DType dtype = info.dtype;
+    SCOPED_TRACE(std::string(info.name));
     for (const std::vector<int64_t>& shape :
          std::vector<std::vector<int64_t>>{{}, {5}, {2, 3}, {0, 4}, {2, 1, 3}}) {
       SCOPED_TRACE(client::ShapeToString(shape));
@@ -65,6 +70,50 @@ TEST(NpyTest, WritesTheHeaderNumpyWrites) {
   ASSERT_TRUE(bytes.ok());
   EXPECT_EQ(*bytes, NumpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
                               std::string(reinterpret_cast<const char*>(data), 8)));
+}
+
+// The integer and bool types as NumPy writes them (np.save of np.array(..., dtype)):
+// read with their values, and written back byte for byte.
+TEST(NpyTest, ReadsAndWritesIntegerAndBoolFilesAsNumpyDoes) {
+  struct Case {
+    const char* descr;
+    DType dtype;
+    std::string data;  // Little-endian elements -1 (true) and 2 (false for bool: 0).
+    std::vector<int64_t> values;
+  };
+  const Case cases[] = {
+      {"|i1", DType::kInt8, std::string("\xff\x02", 2), {-1, 2}},
+      {"<i2", DType::kInt16, std::string("\xff\xff\x02\x00", 4), {-1, 2}},
+      {"<i4", DType::kInt32, std::string("\xff\xff\xff\xff\x02\x00\x00\x00", 8), {-1, 2}},
+      {"<i8",
+       DType::kInt64,
+       std::string(8, '\xff') + std::string("\x02\0\0\0\0\0\0\0", 8),
+       {-1, 2}},
+      {"|u1", DType::kUInt8, std::string("\xff\x02", 2), {255, 2}},
+      {"|b1", DType::kBool, std::string("\x01\x00", 2), {1, 0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.descr);
+    const std::string file = NumpyFile(
+        absl::StrCat("{'descr': '", c.descr, "', 'fortran_order': False, 'shape': (2,), }"),
+        c.data);
+    absl::StatusOr<Tensor> t = ParseNpy(file);
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(t->dtype(), c.dtype);
+    EXPECT_EQ(t->shape(), std::vector<int64_t>{2});
+    EXPECT_EQ(ElementAsInt64(t->view(), 0), c.values[0]);
+    EXPECT_EQ(ElementAsInt64(t->view(), 1), c.values[1]);
+    absl::StatusOr<std::string> written = SerializeNpy(t->view());
+    ASSERT_TRUE(written.ok()) << written.status();
+    EXPECT_EQ(*written, file);
+  }
+  // One-byte types have no byte order: '<i1' and '>u1' mean '|i1' and '|u1'.
+  EXPECT_EQ(ParseNpy(NumpyFile("{'descr': '<i1', 'fortran_order': False, 'shape': (1,), }", "x"))
+                ->dtype(),
+            DType::kInt8);
+  EXPECT_EQ(ParseNpy(NumpyFile("{'descr': '>u1', 'fortran_order': False, 'shape': (1,), }", "x"))
+                ->dtype(),
+            DType::kUInt8);
 }
 
 TEST(NpyTest, ReadsVersionsOneTwoAndThree) {
@@ -102,10 +151,15 @@ TEST(NpyTest, RejectsWhatItDoesNotSupport) {
        "Fortran order (fortran_order: True); expected C order"},
       {"big endian", NumpyFile("{'descr': '>f4', 'fortran_order': False, 'shape': (6,), }", f4x6),
        "'>f4' is not supported (big-endian data"},
-      {"int32", NumpyFile("{'descr': '<i4', 'fortran_order': False, 'shape': (6,), }", f4x6),
-       ".npy dtype '<i4' is not supported; expected '<f4' (float32), '<f8' (float64) or '<f2'"},
-      {"bool", NumpyFile("{'descr': '|b1', 'fortran_order': False, 'shape': (6,), }", f4x6),
-       "'|b1' is not supported"},
+      {"big endian int",
+       NumpyFile("{'descr': '>i4', 'fortran_order': False, 'shape': (6,), }", f4x6),
+       "'>i4' is not supported (big-endian data: convert with .astype('<i4'))"},
+      {"complex64", NumpyFile("{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", f4x6),
+       ".npy dtype '<c8' is not supported; expected one of '<f4' (float32), '<f8' (float64), "
+       "'<f2' (float16), '|i1' (int8), '<i2' (int16), '<i4' (int32), '<i8' (int64), "
+       "'|u1' (uint8), '|b1' (bool)"},
+      {"uint32", NumpyFile("{'descr': '<u4', 'fortran_order': False, 'shape': (6,), }", f4x6),
+       "'<u4' is not supported"},
       {"short data",
        NumpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                  std::string(20, '\0')),

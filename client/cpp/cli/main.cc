@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "myops/client/client.h"
+#include "myops/common/dtype.h"
 #include "myops/common/token_file.h"
 #include "npy.h"
 #include "tensor_values.h"
@@ -38,6 +39,8 @@ namespace {
 
 using client::Client;
 using client::Tensor;
+using ::myops::DTypeInfo;
+using ::myops::kDTypeTable;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr int kExitError = 1;
@@ -121,6 +124,13 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
   return shape;
 }
 
+// The --dtype choices: every name in the dtype table.
+std::vector<std::string> DTypeNames() {
+  std::vector<std::string> names;
+  for (const DTypeInfo& info : kDTypeTable) names.emplace_back(info.name);
+  return names;
+}
+
 std::string Micros(int64_t ns) { return absl::StrFormat("%.1f us", ns / 1e3); }
 
 std::string Millis(SteadyClock::duration d) {
@@ -195,10 +205,10 @@ absl::StatusOr<Tensor> MakeInput(const ScaleShiftFlags& flags) {
 int RunScaleShift(const GlobalFlags& global, const ScaleShiftFlags& flags) {
   absl::StatusOr<Tensor> input = MakeInput(flags);
   if (!input.ok()) return Fail(input.status());
-  if (!flags.output.empty() && input->dtype() == client::DType::kBFloat16) {
-    return Fail(absl::InvalidArgumentError(
-        "--output: bfloat16 cannot be written as .npy (NumPy has no bfloat16); use another "
-        "--dtype or omit --output"));
+  if (!flags.output.empty() && FindDTypeInfo(input->dtype())->numpy_str.empty()) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--output: ", DTypeName(input->dtype()), " cannot be written as .npy (NumPy has no ",
+        DTypeName(input->dtype()), "); use another --dtype or omit --output")));
   }
   absl::StatusOr<std::unique_ptr<Client>> client = Connect(global);
   if (!client.ok()) return Fail(client.status());
@@ -285,7 +295,7 @@ int Main(int argc, char** argv) {
   CLI::Option* shape = scale_shift->add_option("--shape", flags.shape, "Input shape, e.g. 2,3")
                            ->capture_default_str();
   CLI::Option* dtype = scale_shift->add_option("--dtype", flags.dtype, "Input dtype")
-                           ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16"}))
+                           ->check(CLI::IsMember(DTypeNames()))
                            ->capture_default_str();
   CLI::Option* seed = scale_shift->add_option("--seed", flags.seed, "Seed of the random input")
                           ->capture_default_str();
@@ -294,7 +304,7 @@ int Main(int argc, char** argv) {
   scale_shift->add_option("--device", flags.device, "\"\", cpu, cuda or cuda:N");
   scale_shift
       ->add_option("--input", flags.input,
-                   "Input .npy (<f4, <f8, <f2, C order) instead of random data")
+                   "Input .npy (C order; any dtype but bfloat16) instead of random data")
       ->excludes(shape)
       ->excludes(dtype)
       ->excludes(seed);

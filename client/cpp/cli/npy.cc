@@ -15,11 +15,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "myops/common/dtype.h"
 
 namespace myops::cli {
 namespace {
 
-using client::DType;
+using ::myops::DType;
+using ::myops::DTypeInfo;
+using ::myops::kDTypeTable;
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicSize = 6;
@@ -29,15 +32,24 @@ absl::Status Malformed(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("malformed .npy file: ", what));
 }
 
+// "'<f4' (float32), ..., '|b1' (bool)": every type .npy files can carry.
+std::string AcceptedDescrs() {
+  std::string out;
+  for (const DTypeInfo& info : kDTypeTable) {
+    if (info.numpy_str.empty()) continue;
+    absl::StrAppend(&out, out.empty() ? "" : ", ", "'", info.numpy_str, "' (", info.name, ")");
+  }
+  return out;
+}
+
 absl::StatusOr<DType> DTypeFromDescr(absl::string_view descr) {
-  if (descr == "<f4") return DType::kFloat32;
-  if (descr == "<f8") return DType::kFloat64;
-  if (descr == "<f2") return DType::kFloat16;
+  if (std::optional<DType> dtype = DTypeFromNumpyStr(descr)) return *dtype;
   std::string hint;
-  if (!descr.empty() && descr[0] == '>') hint = " (big-endian data: convert with .astype('<f4'))";
+  if (!descr.empty() && descr[0] == '>') {
+    hint = absl::StrCat(" (big-endian data: convert with .astype('<", descr.substr(1), "'))");
+  }
   return absl::InvalidArgumentError(absl::StrCat(".npy dtype '", descr, "' is not supported", hint,
-                                                 "; expected '<f4' (float32), '<f8' (float64) "
-                                                 "or '<f2' (float16)"));
+                                                 "; expected one of ", AcceptedDescrs()));
 }
 
 // Reads the header dict. Grammar (whitespace allowed between tokens):
@@ -220,21 +232,11 @@ absl::StatusOr<client::Tensor> ParseNpy(absl::string_view bytes) {
 
 absl::StatusOr<std::string> SerializeNpy(const client::TensorView& tensor) {
   if (absl::Status status = client::ValidateTensorView(tensor); !status.ok()) return status;
-  absl::string_view descr;
-  switch (tensor.dtype) {
-    case DType::kFloat32:
-      descr = "<f4";
-      break;
-    case DType::kFloat64:
-      descr = "<f8";
-      break;
-    case DType::kFloat16:
-      descr = "<f2";
-      break;
-    case DType::kBFloat16:
-      return absl::InvalidArgumentError(
-          "bfloat16 cannot be written as .npy (NumPy has no bfloat16 type); expected "
-          "float32, float64 or float16");
+  const absl::string_view descr = FindDTypeInfo(tensor.dtype)->numpy_str;
+  if (descr.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(DTypeName(tensor.dtype), " cannot be written as .npy (NumPy has no ",
+                     DTypeName(tensor.dtype), " type); expected one of ", AcceptedDescrs()));
   }
   std::string shape = absl::StrJoin(tensor.shape, ", ");
   if (tensor.shape.size() == 1) shape += ",";

@@ -1,5 +1,7 @@
 // A minimal reader and writer of NumPy .npy files for myops-cli: format versions 1.0, 2.0
-// and 3.0, little-endian float32/float64/float16 ('<f4', '<f8', '<f2'), C order.
+// and 3.0, C order, little-endian, every dtype of myops/common/dtype.h that NumPy has:
+// float32/64/16 ('<f4', '<f8', '<f2'), int8/16/32/64 ('|i1', '<i2', '<i4', '<i8'), uint8
+// ('|u1') and bool ('|b1'); the table's NumPy type strings are the one source.
 //
 // bfloat16 has no .npy type code (NumPy has no bfloat16), so bfloat16 tensors are rejected
 // both ways rather than written under a misleading code; convert to float32 for files.

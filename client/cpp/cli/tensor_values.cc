@@ -1,5 +1,5 @@
 // Element conversions, random inputs and value summaries for myops-cli (see
-// tensor_values.h).
+// tensor_values.h), for every dtype of the table in myops/common/dtype.h.
 #include "tensor_values.h"
 
 #include <cmath>
@@ -87,13 +87,43 @@ double ElementAsDouble(const client::TensorView& tensor, int64_t index) {
       return HalfToFloat(Load<uint16_t>(tensor.data, index));
     case client::DType::kBFloat16:
       return BFloat16ToFloat(Load<uint16_t>(tensor.data, index));
+    case client::DType::kInt8:
+    case client::DType::kInt16:
+    case client::DType::kInt32:
+    case client::DType::kInt64:
+    case client::DType::kUInt8:
+    case client::DType::kBool:
+      return static_cast<double>(ElementAsInt64(tensor, index));
   }
   return std::nan("");
+}
+
+int64_t ElementAsInt64(const client::TensorView& tensor, int64_t index) {
+  switch (tensor.dtype) {
+    case client::DType::kInt8:
+      return Load<int8_t>(tensor.data, index);
+    case client::DType::kInt16:
+      return Load<int16_t>(tensor.data, index);
+    case client::DType::kInt32:
+      return Load<int32_t>(tensor.data, index);
+    case client::DType::kInt64:
+      return Load<int64_t>(tensor.data, index);
+    case client::DType::kUInt8:
+      return Load<uint8_t>(tensor.data, index);
+    case client::DType::kBool:
+      return Load<uint8_t>(tensor.data, index) != 0;
+    default: {
+      const double value = ElementAsDouble(tensor, index);
+      return std::isfinite(value) && std::fabs(value) < 9.2e18 ? static_cast<int64_t>(value) : 0;
+    }
+  }
 }
 
 void FillRandom(uint64_t seed, client::Tensor* tensor) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  // Integers: small values of either sign (unsigned: [0, 200]); bool: false or true.
+  std::uniform_int_distribution<int> small(-100, 100);
   const int64_t count =
       static_cast<int64_t>(tensor->size_bytes() / client::DTypeItemSize(tensor->dtype()));
   void* data = tensor->mutable_data();
@@ -112,6 +142,24 @@ void FillRandom(uint64_t seed, client::Tensor* tensor) {
       case client::DType::kBFloat16:
         Store(data, i, FloatToBFloat16(static_cast<float>(value)));
         break;
+      case client::DType::kInt8:
+        Store(data, i, static_cast<int8_t>(small(rng)));
+        break;
+      case client::DType::kInt16:
+        Store(data, i, static_cast<int16_t>(small(rng)));
+        break;
+      case client::DType::kInt32:
+        Store(data, i, static_cast<int32_t>(small(rng)));
+        break;
+      case client::DType::kInt64:
+        Store(data, i, static_cast<int64_t>(small(rng)));
+        break;
+      case client::DType::kUInt8:
+        Store(data, i, static_cast<uint8_t>(small(rng) + 100));
+        break;
+      case client::DType::kBool:
+        Store(data, i, static_cast<uint8_t>(value >= 0.0));
+        break;
     }
   }
 }
@@ -121,7 +169,14 @@ std::string FormatValues(const client::TensorView& tensor, int max_values) {
   const int64_t count = item_size == 0 ? 0 : static_cast<int64_t>(tensor.size_bytes / item_size);
   std::string out = "[";
   for (int64_t i = 0; i < count && i < max_values; ++i) {
-    absl::StrAppend(&out, i == 0 ? "" : ", ", ElementAsDouble(tensor, i));
+    absl::StrAppend(&out, i == 0 ? "" : ", ");
+    if (tensor.dtype == client::DType::kBool) {
+      out += ElementAsInt64(tensor, i) != 0 ? "true" : "false";
+    } else if (IsFloatingDType(tensor.dtype)) {
+      absl::StrAppend(&out, ElementAsDouble(tensor, i));
+    } else {
+      absl::StrAppend(&out, ElementAsInt64(tensor, i));  // Exact, even beyond 2^53.
+    }
   }
   if (count > max_values) absl::StrAppend(&out, ", ... (", count, " values)");
   out += "]";

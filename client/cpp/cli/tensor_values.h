@@ -1,5 +1,6 @@
 // Element-level helpers of myops-cli: float16/bfloat16 conversions, reading an element as
-// a double, seeded random inputs and a short printable summary of a tensor's values.
+// a double or an integer, seeded random inputs and a short printable summary of a
+// tensor's values, for every dtype.
 #ifndef MYOPS_CLIENT_CLI_TENSOR_VALUES_H_
 #define MYOPS_CLIENT_CLI_TENSOR_VALUES_H_
 
@@ -18,14 +19,20 @@ float HalfToFloat(uint16_t bits);
 uint16_t FloatToBFloat16(float value);
 float BFloat16ToFloat(uint16_t bits);
 
-// Element `index` (row-major) of a valid view, widened to double.
+// Element `index` (row-major) of a valid view, widened to double (bool: 0 or 1).
 double ElementAsDouble(const client::TensorView& tensor, int64_t index);
 
-// Fills a tensor with values uniform in [-1, 1), rounded to its dtype; the same seed
-// gives the same values.
+// Element `index` of a valid view of an integer or bool tensor, exactly (bool: 0 or 1, any
+// non-zero byte being true); floating point elements are truncated toward zero.
+int64_t ElementAsInt64(const client::TensorView& tensor, int64_t index);
+
+// Fills a tensor with seeded random values: floating point uniform in [-1, 1), rounded to
+// its dtype; signed integers in [-100, 100], uint8 in [0, 200], bool false or true. The
+// same seed gives the same values.
 void FillRandom(uint64_t seed, client::Tensor* tensor);
 
-// "[v0, v1, ...]" with at most `max_values` values (then ", ... (N values)").
+// "[v0, v1, ...]" with at most `max_values` values (then ", ... (N values)"); integers
+// exactly, bools as true/false.
 std::string FormatValues(const client::TensorView& tensor, int max_values);
 
 }  // namespace myops::cli

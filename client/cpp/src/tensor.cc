@@ -1,8 +1,10 @@
-// DType helpers, overflow-checked tensor sizes and the validation of tensor views: the one
-// place where the client decides whether a tensor is well formed before sending it.
+// DType helpers (over the table in myops/common/dtype.h), overflow-checked tensor sizes
+// and the validation of tensor views: the one place where the client decides whether a
+// tensor is well formed before sending it.
 #include "myops/client/tensor.h"
 
 #include <limits>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -10,45 +12,16 @@
 namespace myops::client {
 namespace {
 
-constexpr absl::string_view kValidDTypes = "float32, float64, float16, bfloat16";
-
-bool IsKnown(DType dtype) { return DTypeItemSize(dtype) != 0; }
+bool IsKnown(DType dtype) { return FindDTypeInfo(dtype) != nullptr; }
 
 }  // namespace
 
-size_t DTypeItemSize(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return 4;
-    case DType::kFloat64:
-      return 8;
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      return 2;
-  }
-  return 0;
-}
-
-absl::string_view DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat64:
-      return "float64";
-    case DType::kFloat16:
-      return "float16";
-    case DType::kBFloat16:
-      return "bfloat16";
-  }
-  return "unknown";
-}
+size_t DTypeItemSize(DType dtype) { return static_cast<size_t>(ItemSize(dtype)); }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
-  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
-    if (name == DTypeName(dtype)) return dtype;
-  }
+  if (std::optional<DType> dtype = DTypeFromName(name)) return *dtype;
   return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype \"", name, "\"; expected one of ", kValidDTypes));
+      absl::StrCat("unknown dtype \"", name, "\"; expected one of ", DTypeNameList()));
 }
 
 std::string ShapeToString(absl::Span<const int64_t> shape) {
@@ -82,7 +55,7 @@ absl::StatusOr<size_t> TensorByteSize(DType dtype, absl::Span<const int64_t> sha
   if (!IsKnown(dtype)) {
     return absl::InvalidArgumentError(absl::StrCat("dtype ", static_cast<int32_t>(dtype),
                                                    " is not a known DType; expected one of ",
-                                                   kValidDTypes));
+                                                   DTypeNameList()));
   }
   absl::StatusOr<int64_t> numel = NumElements(shape);
   if (!numel.ok()) return numel.status();

@@ -27,6 +27,10 @@ class Unavailable(Error, ConnectionError): ...
 class DataLoss(Error): ...
 class Unauthenticated(Error): ...
 
+# The dtype table (myops/common/dtype.h): (code, name, itemsize, numpy_str or
+# None, is_floating) per dtype, in code order.
+DTYPES: tuple[tuple[int, str, int, str | None, bool], ...]
+
 class Timing:
     """The server's timing of one call (ns) and the device that ran it."""
     @property

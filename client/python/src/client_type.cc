@@ -22,12 +22,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "myops/client/client.h"
+#include "myops/common/dtype.h"
 
 namespace myops_python {
 namespace {
@@ -335,15 +337,17 @@ client_scale_shift(PyObject *op, PyTypeObject *defining_class,
         if (dtype == -1 && PyErr_Occurred()) {
             return NULL;
         }
-        if (mc::DTypeItemSize(static_cast<mc::DType>(dtype)) == 0) {
+        const std::optional<mc::DType> known = myops::DTypeFromWire(dtype);
+        if (!known) {
             PyErr_Format(PyExc_ValueError,
-                         "dtype code %ld is not one of 1 (float32), 2 "
-                         "(float64), 3 (float16), 4 (bfloat16)",
-                         dtype);
+                         "dtype code %ld is not a code of DTYPES (1 to %d: "
+                         "%s)",
+                         dtype, myops::kNumDTypes,
+                         myops::DTypeNameList().c_str());
             return NULL;
         }
         mc::TensorView view;
-        view.dtype = static_cast<mc::DType>(dtype);
+        view.dtype = *known;
         if (parse_shape(args[1], &view.shape) < 0) {
             return NULL;
         }

@@ -1,7 +1,8 @@
 /* myops_client._core: the native core of the myops Python client. Module
  * definition with multi-phase init (Py_mod_exec), module state instead of C
  * globals, the exception hierarchy (myops_client.Error and one subclass per
- * gRPC status code) and the one function mapping statuses to exceptions.
+ * gRPC status code), the dtype table (DTYPES) and the one function mapping
+ * statuses to exceptions.
  * The types live in client_type.cc and result_type.cc.
  */
 #include "module.h"
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "myops/common/dtype.h"
 
 namespace myops_python {
 namespace {
@@ -94,6 +96,42 @@ new_error_class(int code, PyObject *base)
     return cls;
 }
 
+/* DTYPES: the dtype table (myops/common/dtype.h) as a tuple of
+ * (code, name, itemsize, numpy_str or None, is_floating) tuples, in code
+ * order: the Python layer builds its conversions from it. */
+PyObject *
+new_dtype_table()
+{
+    PyObject *table = PyTuple_New(myops::kNumDTypes);
+    if (table == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < myops::kNumDTypes; ++i) {
+        const myops::DTypeInfo &info = myops::kDTypeTable[i];
+        PyObject *numpy_str =
+            info.numpy_str.empty()
+                ? Py_NewRef(Py_None)
+                : PyUnicode_FromStringAndSize(
+                      info.numpy_str.data(),
+                      static_cast<Py_ssize_t>(info.numpy_str.size()));
+        PyObject *entry =
+            numpy_str == NULL
+                ? NULL
+                : Py_BuildValue("(is#LNO)", static_cast<int>(info.dtype),
+                                info.name.data(),
+                                static_cast<Py_ssize_t>(info.name.size()),
+                                static_cast<long long>(info.item_size),
+                                numpy_str,
+                                info.is_floating ? Py_True : Py_False);
+        if (entry == NULL) {
+            Py_DECREF(table);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(table, i, entry);
+    }
+    return table;
+}
+
 int
 module_exec(PyObject *module)
 {
@@ -124,7 +162,13 @@ module_exec(PyObject *module)
                 return -1;
             }
         }
-        return 0;
+        PyObject *dtypes = new_dtype_table();
+        if (dtypes == NULL) {
+            return -1;
+        }
+        const int added = PyModule_AddObjectRef(module, "DTYPES", dtypes);
+        Py_DECREF(dtypes);
+        return added < 0 ? -1 : 0;
     });
 }
 

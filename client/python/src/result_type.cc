@@ -272,8 +272,9 @@ PyMethodDef result_methods[] = {
 
 PyGetSetDef result_getset[] = {
     {"dtype", result_get_dtype, NULL,
-     PyDoc_STR("Wire dtype code: 1 float32, 2 float64, 3 float16, "
-               "4 bfloat16."),
+     PyDoc_STR("Wire dtype code (see DTYPES): 1 float32, 2 float64, "
+               "3 float16, 4 bfloat16, 5 int8, 6 int16, 7 int32, 8 int64, "
+               "9 uint8, 10 bool."),
      NULL},
     {"shape", result_get_shape, NULL, PyDoc_STR("Shape, a tuple of ints."),
      NULL},

@@ -308,8 +308,10 @@ def test_core_argument_errors(client):
         core(1, (3,), data, 2.0)
     with pytest.raises(TypeError, match="5 to 7 positional"):
         core(1, (3,), data, 2.0, 1.0, device="")
-    with pytest.raises(ValueError, match="dtype code 7"):
-        core(7, (3,), data, 2.0, 1.0)
+    with pytest.raises(ValueError, match="dtype code 11 is not a code of DTYPES"):
+        core(11, (3,), data, 2.0, 1.0)  # the first code after bool (10)
+    with pytest.raises(ValueError, match="dtype code 0"):
+        core(0, (3,), data, 2.0, 1.0)
     with pytest.raises(ValueError, match="shape"):
         core(1, (-3,), data, 2.0, 1.0)
     with pytest.raises(TypeError, match="shape"):

@@ -17,22 +17,21 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "myops/common/dtype.h"
 
 namespace myops::client {
 
-// Element type. Values equal the wire enum myops.v1.DType.
-enum class DType : int32_t {
-  kFloat32 = 1,   // IEEE-754 binary32.
-  kFloat64 = 2,   // IEEE-754 binary64.
-  kFloat16 = 3,   // IEEE-754 binary16.
-  kBFloat16 = 4,  // bfloat16: the upper 16 bits of a binary32.
-};
+// Element type: the repository's one dtype table (myops/common/dtype.h, shipped with
+// these headers). Values equal the wire enum myops.v1.DType: kFloat32 = 1, kFloat64,
+// kFloat16, kBFloat16, kInt8, kInt16, kInt32, kInt64, kUInt8, kBool = 10.
+using DType = ::myops::DType;
 
-// Bytes per element: 4, 8, 2, 2; 0 for a value that is not a DType.
+// Bytes per element (4 for float32, 1 for bool, ...); 0 for a value that is not a DType.
 size_t DTypeItemSize(DType dtype);
 
-// "float32", "float64", "float16", "bfloat16"; "unknown" for other values.
-absl::string_view DTypeName(DType dtype);
+// "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+// "uint8", "bool"; "unknown" for other values.
+using ::myops::DTypeName;
 
 // Inverse of DTypeName. Unknown names give InvalidArgumentError listing the valid ones.
 absl::StatusOr<DType> ParseDType(absl::string_view name);
