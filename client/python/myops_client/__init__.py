@@ -6,8 +6,10 @@
         y = client.scale_shift(x, 2.0, 1.0)
         y, timing = client.scale_shift(x, 2.0, 1.0, return_timing=True)
 
-numpy arrays (float16/32/64; bfloat16 with ml_dtypes) come back as numpy
-arrays, CPU torch tensors as torch tensors, of the input's shape and dtype.
+numpy arrays (float16/32/64, int8/16/32/64, uint8, bool; bfloat16 with
+ml_dtypes) come back as numpy arrays, CPU torch tensors as torch tensors, of
+the input's shape and dtype. scale_shift itself computes in floating point
+only: the server answers integer and bool inputs with ``InvalidArgument``.
 One ``Client`` is meant to be shared by all threads; calls release the GIL.
 Failures raise ``Error`` subclasses named after the gRPC status code
 (``Unavailable``, ``DeadlineExceeded``, ``InvalidArgument``, ...).
@@ -112,15 +114,18 @@ class Client(_CoreClient):
         """``alpha * x + beta``, computed by the server in x's dtype.
 
         ``x``: a numpy array (float16, float32, float64; bfloat16 from
-        ml_dtypes) of any shape and layout, or a CPU torch tensor. Returns a
+        ml_dtypes; the integer and bool dtypes travel too, and the server
+        rejects them) of any shape and layout, or a CPU torch tensor. Returns a
         new array (tensor for a tensor) of x's shape and dtype; ``x`` is not
         modified. ``device``: "" (server's choice), "cpu", "cuda", "cuda:N".
         ``timeout``: seconds, overriding the client's. With
         ``return_timing=True`` returns ``(y, timing)``.
 
-        Raises TypeError for other dtypes, and ``Error`` subclasses for
-        failed calls (e.g. ``FailedPrecondition`` for a device the server
-        does not serve, ``InvalidArgument`` for a tensor over its limits).
+        Raises TypeError for dtypes the wire cannot carry (complex, object,
+        ...), and ``Error`` subclasses for failed calls (e.g.
+        ``FailedPrecondition`` for a device the server does not serve,
+        ``InvalidArgument`` for a tensor over its limits or an integer
+        dtype).
         """
         code, shape, data, output = _convert.encode(x)
         result = self._scale_shift(code, shape, data, alpha, beta, device,

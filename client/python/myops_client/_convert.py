@@ -2,29 +2,48 @@
 
 The core (``myops_client._core``) takes a wire dtype code, a shape tuple and a
 C-contiguous buffer, and returns a ``Result`` that owns the output bytes.
-This module turns numpy arrays (float16/float32/float64, and bfloat16 through
-``ml_dtypes``) and CPU torch tensors into that form, copying only when the
-input is not C-contiguous (or not in native byte order), and wraps results
-back without copying. torch and ml_dtypes are never imported here: an input
-can only be of their types if the user imported them already.
+This module turns numpy arrays (float16/32/64, int8/16/32/64, uint8, bool, and
+bfloat16 through ``ml_dtypes``) and CPU torch tensors of the same dtypes into
+that form, copying only when the input is not C-contiguous (or not in native
+byte order), and wraps results back without copying. torch and ml_dtypes are
+never imported here: an input can only be of their types if the user
+imported them already.
+
+The dtypes come from one table, ``_core.DTYPES`` (the C++ table of
+myops/common/dtype.h, which the server and every client share): ``DTYPES``
+below is that table, and every mapping here is derived from it.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 import numpy as np
 
-# Wire dtype codes (myops.v1.DType).
-FLOAT32, FLOAT64, FLOAT16, BFLOAT16 = 1, 2, 3, 4
+from ._core import DTYPES as _CORE_DTYPES
+
+
+class DTypeInfo(NamedTuple):
+    """One dtype: wire code (myops.v1.DType), name, bytes per element,
+    numpy's type string (None for bfloat16) and whether it is floating."""
+    code: int
+    name: str
+    itemsize: int
+    numpy_str: Optional[str]
+    is_floating: bool
+
+
+DTYPES: tuple[DTypeInfo, ...] = tuple(DTypeInfo(*d) for d in _CORE_DTYPES)
+BY_NAME: dict[str, DTypeInfo] = {d.name: d for d in DTYPES}
+BY_CODE: dict[int, DTypeInfo] = {d.code: d for d in DTYPES}
+BFLOAT16 = BY_NAME["bfloat16"].code
 
 _NUMPY_CODES: dict[np.dtype, int] = {
-    np.dtype(np.float32): FLOAT32,
-    np.dtype(np.float64): FLOAT64,
-    np.dtype(np.float16): FLOAT16,
-}
-_SUPPORTED = "float16, float32, float64, bfloat16 (ml_dtypes or torch)"
+    np.dtype(d.numpy_str): d.code for d in DTYPES if d.numpy_str is not None}
+_SUPPORTED = ", ".join(
+    d.name if d.numpy_str is not None else f"{d.name} (ml_dtypes or torch)"
+    for d in DTYPES)
 
 # How to turn a Result into the output: a numpy dtype (frombuffer + reshape)
 # or a function of (result, shape).
@@ -86,9 +105,8 @@ _TORCH_CODES: dict[Any, int] = {}
 
 def _encode_torch(x: Any, torch: Any) -> tuple[int, tuple[int, ...], Any, Output]:
     """A CPU tensor as numpy (zero-copy when contiguous); torch comes back."""
-    if not _TORCH_CODES:
-        _TORCH_CODES.update({torch.float32: FLOAT32, torch.float64: FLOAT64,
-                             torch.float16: FLOAT16, torch.bfloat16: BFLOAT16})
+    if not _TORCH_CODES:  # torch names its dtypes as the table does.
+        _TORCH_CODES.update({getattr(torch, d.name): d.code for d in DTYPES})
     code = _TORCH_CODES.get(x.dtype)
     if code is None:
         raise _unsupported(x.dtype)

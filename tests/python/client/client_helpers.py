@@ -1,4 +1,5 @@
-"""Helpers of the Python client tests: a real myops-server process, reference math.
+"""Helpers of the Python client tests: a real myops-server (or echo_server)
+process, reference math.
 
 The server binary is $MYOPS_BUILD_DIR/server/myops-server (tests/python/conftest.py
 puts $MYOPS_BUILD_DIR/python, where the build lays out myops_client, on sys.path).
@@ -22,6 +23,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[3]
 BUILD = pathlib.Path(os.environ.get("MYOPS_BUILD_DIR", REPO / "build"))
 SERVER = BUILD / "server" / "myops-server"
+ECHO_SERVER = BUILD / "bench" / "echo_server" / "echo_server"
 
 # Limits of the "small" server: 100 elements, 4 KiB messages.
 SMALL_MAX_ELEMENTS = 100
@@ -31,15 +33,21 @@ SMALL_MAX_MESSAGE_BYTES = 4096
 class Server:
     """A myops-server process on a free local port."""
 
-    def __init__(self, *flags: str) -> None:
-        if not SERVER.exists():
-            pytest.fail(f"{SERVER} not found: build the server first "
+    def __init__(self, *flags: str, binary: pathlib.Path | None = None) -> None:
+        """myops-server with `flags`; or, given `binary`, that program with
+        just --address and `flags` (e.g. ECHO_SERVER, bench/echo_server, which
+        answers every call with its input)."""
+        program = binary or SERVER
+        if not program.exists():
+            pytest.fail(f"{program} not found: build it first "
                         f"(source scripts/env.sh && myops_build)")
         self._log = tempfile.NamedTemporaryFile(
-            mode="w+", prefix="myops-server-", suffix=".log")
+            mode="w+", prefix=f"{program.name}-", suffix=".log")
+        if binary is None:
+            flags = ("--devices", "cpu", "--drain-delay", "0",
+                     "--grace-period", "5", *flags)
         self.process = subprocess.Popen(
-            [str(SERVER), "--address", "127.0.0.1:0", "--devices", "cpu",
-             "--drain-delay", "0", "--grace-period", "5", *flags],
+            [str(program), "--address", "127.0.0.1:0", *flags],
             stdout=self._log, stderr=subprocess.STDOUT)
         self.address = self._wait_for_address()
 
