@@ -5,6 +5,7 @@
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "myops/wire/call_wire.h"
@@ -60,13 +61,14 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
       return absl::OkStatus();
     }
     case Value::kScalarType: {
-      const auto dtype = static_cast<myops::v1::DType>(in.scalar_type());
-      if (dtype == myops::v1::DTYPE_UNSPECIFIED || !myops::v1::DType_IsValid(dtype)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ": unknown scalar_type ", in.scalar_type()));
+      const std::optional<DType> dtype = DTypeFromWire(in.scalar_type());
+      if (!dtype) {
+        return absl::InvalidArgumentError(absl::StrCat(field, ": unknown scalar_type ",
+                                                       in.scalar_type(), "; expected one of ",
+                                                       DTypeNameList(/*wire_names=*/true)));
       }
       out->kind = K::kScalarType;
-      out->scalar_type = static_cast<DType>(in.scalar_type());
+      out->scalar_type = *dtype;
       return absl::OkStatus();
     }
     case Value::kNone:

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "call_codec.h"
 #include "codec.h"
 #include "device.h"
 
@@ -386,6 +387,29 @@ TEST(CodecTest, EveryDTypeRoundTrips) {
               absl::string_view::npos)
         << refused.status();
   }
+}
+
+// Call arguments of kind ScalarType (e.g. an op's dtype=) take every table dtype and
+// refuse other values as tensor dtypes are refused.
+TEST(CodecTest, CallScalarTypeArgumentsTakeEveryTableDType) {
+  myops::v1::CallRequest request;
+  for (const DTypeInfo& info : kDTypeTable) {
+    request.add_arguments()->mutable_value()->set_scalar_type(
+        static_cast<myops::v1::DType>(info.dtype));
+  }
+  absl::StatusOr<std::vector<NamedValue>> values = DecodeArguments(request, {});
+  ASSERT_TRUE(values.ok()) << values.status();
+  ASSERT_EQ(values->size(), static_cast<size_t>(kNumDTypes));
+  for (int i = 0; i < kNumDTypes; ++i) {
+    EXPECT_EQ((*values)[i].value.kind, Value::Kind::kScalarType);
+    EXPECT_EQ((*values)[i].value.scalar_type, kDTypeTable[i].dtype);
+  }
+  request.add_arguments()->mutable_value()->set_scalar_type(static_cast<myops::v1::DType>(11));
+  values = DecodeArguments(request, {});
+  ASSERT_FALSE(values.ok());
+  EXPECT_NE(values.status().message().find("unknown scalar_type 11; expected one of DTYPE_FLOAT32"),
+            absl::string_view::npos)
+      << values.status();
 }
 
 }  // namespace

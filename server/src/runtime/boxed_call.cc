@@ -58,23 +58,17 @@ c10::IValue ToIValue(const Value& v, const c10::Argument& arg, c10::Device devic
   TORCH_CHECK(false, "unknown value kind");
 }
 
-// Whether `t`'s memory lies within one of the call's argument tensors (an op returning
-// an input as is): such a result must be copied, the request's memory is not ours to lend.
+// The wire dtype of a PyTorch dtype: ToScalarType (the one torch mapping) inverted over
+// the dtype table; nullopt for dtypes the wire does not carry (complex, ...).
 std::optional<DType> FromScalarType(c10::ScalarType t) {
-  switch (t) {
-    case at::kFloat:
-      return DType::kFloat32;
-    case at::kDouble:
-      return DType::kFloat64;
-    case at::kHalf:
-      return DType::kFloat16;
-    case at::kBFloat16:
-      return DType::kBFloat16;
-    default:
-      return std::nullopt;
+  for (const DTypeInfo& info : kDTypeTable) {
+    if (ToScalarType(info.dtype) == t) return info.dtype;
   }
+  return std::nullopt;
 }
 
+// Whether `t`'s memory lies within one of the call's argument tensors (an op returning
+// an input as is): such a result must be copied, the request's memory is not ours to lend.
 bool InArguments(const at::Tensor& t, const OpCall& call) {
   const auto* begin = static_cast<const char*>(t.storage().data());
   auto within = [begin](const TensorView& v) {
