@@ -1,6 +1,8 @@
 // Validation of wire tensors (see codec.h).
 #include "codec.h"
 
+#include <string_view>
+
 #include <optional>
 
 #include "absl/algorithm/container.h"
@@ -33,7 +35,14 @@ std::string ShapeString(const myops::v1::Tensor& t) {
 absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string_view field,
                                         const TensorLimits& limits) {
   absl::StatusOr<TensorView> view = DecodeTensorHead(t, t.data().size(), field, limits);
-  if (view.ok()) view->data = t.data().data();
+  if (!view.ok()) return view;
+  view->data = t.data().data();
+  // A C++ bool holds 0 or 1; any other byte makes reading it undefined behaviour.
+  if (view->dtype == DType::kBool &&
+      t.data().find_first_not_of(std::string_view("\0\1", 2)) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " is a bool tensor with a byte other than 0 or 1"));
+  }
   return view;
 }
 

@@ -25,7 +25,8 @@ struct TensorLimits {
 
 // Checks `t` (dtype known, dims >= 0 and at most max_dims, element count and byte size
 // computed without overflow and within `limits`, data exactly numel * itemsize bytes)
-// and returns a view of its bytes. The view borrows from `t`. Errors are
+// and returns a view of its bytes; a bool tensor's bytes must each be 0 or 1. The view
+// borrows from `t`. Errors are
 // INVALID_ARGUMENT naming `field` (e.g. "input") and saying what was expected.
 absl::StatusOr<TensorView> DecodeTensor(const myops::v1::Tensor& t, absl::string_view field,
                                         const TensorLimits& limits);

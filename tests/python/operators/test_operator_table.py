@@ -199,3 +199,15 @@ def test_calls_are_counted_per_operator(ops_server, stub, stubs):
     assert after[key] - before.get(key, 0) == 1
     assert after[bad] - before.get(bad, 0) == 1
     assert not any("not_an_op" in k for k in after)  # client strings never become labels
+
+
+def test_bool_tensors_hold_only_zeros_and_ones(stub, stubs):
+    pb, _ = stubs
+    good = np.array([True, False, True])
+    assert call(stub, pb, "myops_test::all_positive", good) == [False]
+    bad = pb.CallRequest(op="myops_test::all_positive", arguments=[pb.Argument(value=pb.Value(
+        tensor=pb.Tensor(dtype=10, shape=[3], data=b"\x01\x02\x00")))])
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.Call(bad, timeout=60)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "bool tensor with a byte other than 0 or 1" in raised.value.details()
