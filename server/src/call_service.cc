@@ -6,23 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "call_codec.h"
+#include "clock.h"
 #include "service.h"
 #include "stream_reactor.h"
 
 namespace myops::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-int64_t Nanos(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-}
-
-Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
-  const auto now = std::chrono::system_clock::now();
-  if (deadline - now > std::chrono::hours(24 * 365)) return Clock::time_point::max();
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
-}
 
 // A myops.v1 call's state: the pipeline's, and the parsed request its views point into.
 struct V1CallState : CallState {
@@ -127,13 +116,7 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
     metrics_.RecordOperator(*op_name, status);
     given_done(std::move(status), timing);
   };
-  if (!inflight_.TryAcquire()) {
-    done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
-                                                   inflight_.limit(),
-                                                   " requests in flight; retry later")),
-         {});
-    return;
-  }
+  if (absl::Status admitted = Admit(); !admitted.ok()) return done(std::move(admitted), {});
   auto fail = [this, &done](absl::Status status) {
     inflight_.Release();
     done(std::move(status), {});
@@ -178,15 +161,9 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
             state->call.keep_alive.clear();
           }
         }
-        myops::v1::Timing timing;
-        if (status.ok()) {
-          timing.set_decode_ns(decode_ns);
-          timing.set_queue_ns(t.queue_ns);
-          timing.set_compute_ns(t.compute_ns);
-          timing.set_encode_ns(Nanos(Clock::now() - computed));
-          timing.set_device(t.device);
-          timing.set_total_ns(Nanos(Clock::now() - start));
-        }
+        const myops::v1::Timing timing =
+            status.ok() ? MakeTiming(start, decode_ns, Nanos(Clock::now() - computed), t)
+                        : myops::v1::Timing();
         inflight_.Release();
         done(std::move(status), timing);
       });

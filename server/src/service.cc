@@ -8,24 +8,12 @@
 #include <grpc/slice.h>
 
 #include "absl/strings/str_cat.h"
+#include "clock.h"
 #include "myops/version.h"
 #include "stream_reactor.h"
 
 namespace myops::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-int64_t Nanos(Clock::duration d) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
-}
-
-// gRPC deadlines are wall-clock; the executor works on the monotonic clock.
-Clock::time_point ToSteady(std::chrono::system_clock::time_point deadline) {
-  const auto now = std::chrono::system_clock::now();
-  if (deadline - now > std::chrono::hours(24 * 365)) return Clock::time_point::max();
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline - now);
-}
 
 absl::Status NotARequest(const absl::Status& parsed) {
   return absl::InvalidArgumentError(
@@ -120,13 +108,7 @@ void MyopsService::Process(RequestState* state, Clock::time_point received,
                            std::chrono::system_clock::time_point deadline,
                            std::function<bool()> is_cancelled, Done done) {
   const auto start = received;
-  if (!inflight_.TryAcquire()) {
-    done(absl::ResourceExhaustedError(absl::StrCat("the server is at its limit of ",
-                                                   inflight_.limit(),
-                                                   " requests in flight; retry later")),
-         {});
-    return;
-  }
+  if (absl::Status admitted = Admit(); !admitted.ok()) return done(std::move(admitted), {});
   auto fail = [this, &done](absl::Status status) {
     inflight_.Release();
     done(std::move(status), {});
@@ -164,18 +146,29 @@ void MyopsService::Process(RequestState* state, Clock::time_point received,
   const int64_t decode_ns = Nanos(decoded - start);
   executor_->Submit(std::move(job), [this, start, decode_ns, encode_ns, done = std::move(done)](
                                         absl::Status status, const JobTiming& t) {
-    myops::v1::Timing timing;
-    if (status.ok()) {
-      timing.set_decode_ns(decode_ns);
-      timing.set_queue_ns(t.queue_ns);
-      timing.set_compute_ns(t.compute_ns);
-      timing.set_encode_ns(encode_ns);
-      timing.set_device(t.device);
-      timing.set_total_ns(Nanos(Clock::now() - start));
-    }
+    const myops::v1::Timing timing =
+        status.ok() ? MakeTiming(start, decode_ns, encode_ns, t) : myops::v1::Timing();
     inflight_.Release();
     done(std::move(status), timing);
   });
+}
+
+absl::Status MyopsService::Admit() {
+  if (inflight_.TryAcquire()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the server is at its limit of ", inflight_.limit(), " requests in flight; retry later"));
+}
+
+myops::v1::Timing MakeTiming(Clock::time_point start, int64_t decode_ns, int64_t encode_ns,
+                             const JobTiming& job) {
+  myops::v1::Timing timing;
+  timing.set_decode_ns(decode_ns);
+  timing.set_queue_ns(job.queue_ns);
+  timing.set_compute_ns(job.compute_ns);
+  timing.set_encode_ns(encode_ns);
+  timing.set_device(job.device);
+  timing.set_total_ns(Nanos(Clock::now() - start));
+  return timing;
 }
 
 absl::Status MyopsService::Reserve(int64_t need, BudgetReservation* out) {

@@ -161,6 +161,8 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   void CloseStream() { streams_.Release(); }
 
  private:
+  // Takes an in-flight slot, or says why not (RESOURCE_EXHAUSTED); Release when done.
+  absl::Status Admit();
   // Reserves `need` bytes into `out`, or says why not (RESOURCE_EXHAUSTED).
   absl::Status Reserve(int64_t need, BudgetReservation* out);
 
@@ -173,6 +175,10 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   InflightLimiter streams_;
   std::atomic<unsigned> round_robin_{0};
 };
+
+// A successful request's Timing: its stages, the executor's share, the total from `start`.
+myops::v1::Timing MakeTiming(std::chrono::steady_clock::time_point start, int64_t decode_ns,
+                             int64_t encode_ns, const JobTiming& job);
 
 // The one conversion from absl::Status to grpc::Status.
 grpc::Status ToGrpcStatus(const absl::Status& status);

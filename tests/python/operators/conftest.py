@@ -10,6 +10,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "faults"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "hostile"))
 
 from fault_helpers import BUILD, ServerProcess, load_stubs  # noqa: E402
 

@@ -12,23 +12,15 @@ import numpy as np
 import pytest
 
 from conftest import TEST_OPS
+from hostile_wire import field
 from fault_helpers import SERVER, ServerProcess
 from values import request
 
 CALL = "/myops.v1.Myops/Call"
 
 
-def varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def ld(field: int, payload: bytes) -> bytes:
-    return varint(field << 3 | 2) + varint(len(payload)) + payload
+def ld(number: int, payload: bytes) -> bytes:
+    return field(number, 2, payload)
 
 
 def raw_call(address: str, payload: bytes):
