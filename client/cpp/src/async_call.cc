@@ -1,4 +1,4 @@
-// Asynchronous ScaleShift calls (see async_call.h).
+// Asynchronous unary calls (see async_call.h).
 #include "async_call.h"
 
 #include <optional>
@@ -7,13 +7,11 @@
 
 #include <grpcpp/alarm.h>
 #include <grpcpp/client_context.h>
-#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/client_callback.h>
 
 #include "client_core.h"
 #include "codec.h"
 #include "grpc_status.h"
-#include "retry.h"
 
 namespace myops::client::internal {
 namespace {
@@ -21,16 +19,15 @@ namespace {
 // One call from start to `done`: owns its messages, context and retry alarm, and deletes
 // itself after its last callback. Only one gRPC callback of a call runs at a time (the
 // next attempt or alarm is started from the previous callback), so it needs no lock.
-class AsyncScaleShiftCall {
+class AsyncUnaryCall {
  public:
-  AsyncScaleShiftCall(std::shared_ptr<ClientCore> core, const TensorView& x, double alpha,
-                      double beta, Client::ScaleShiftCallback done, const CallOptions& options)
+  AsyncUnaryCall(std::shared_ptr<ClientCore> core, const grpc::internal::RpcMethod& method,
+                 grpc::ByteBuffer request, Clock::time_point deadline, RawUnaryDone done)
       : core_(std::move(core)),
+        method_(method),
         done_(std::move(done)),
-        deadline_(CallDeadline(core_->options, options)),
-        dtype_(x.dtype),
-        shape_(x.shape),
-        request_(EncodeRequestBytes(x, alpha, beta, options.device, *core_->send_buffers)) {}
+        deadline_(deadline),
+        request_(std::move(request)) {}
 
   void StartAttempt() {
     ++attempts_;
@@ -40,7 +37,7 @@ class AsyncScaleShiftCall {
     response_.Clear();
     // Nothing of `this` is touched after this line: the callback may already have run.
     grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-        core_->channel.get(), *core_->scale_shift, context_.get(), &request_, &response_,
+        core_->channel.get(), method_, context_.get(), &request_, &response_,
         [this](grpc::Status status) { OnDone(std::move(status)); });
   }
 
@@ -49,7 +46,7 @@ class AsyncScaleShiftCall {
     std::optional<std::chrono::nanoseconds> delay =
         NextRetryDelay(core_->options.retry, attempts_, status.error_code(), deadline_);
     if (!delay) {
-      Finish(status);
+      Finish(std::move(status));
       return;
     }
     last_status_ = std::move(status);
@@ -63,20 +60,17 @@ class AsyncScaleShiftCall {
     });
   }
 
-  void Finish(const grpc::Status& status) {
-    const TensorView expected{dtype_, shape_, nullptr, 0};
-    absl::StatusOr<ScaleShiftResult> result =
-        status.ok() ? DecodeResponseBytes(response_, &expected) : ToAbslStatus(status);
-    Client::ScaleShiftCallback done = std::move(done_);
-    delete this;  // Frees the request before user code runs.
-    done(std::move(result));
+  void Finish(grpc::Status status) {
+    RawUnaryDone done = std::move(done_);
+    grpc::ByteBuffer response = std::move(response_);
+    delete this;  // Frees the request before the response is decoded and user code runs.
+    done(std::move(status), std::move(response));
   }
 
   std::shared_ptr<ClientCore> core_;
-  Client::ScaleShiftCallback done_;
+  const grpc::internal::RpcMethod& method_;  // Owned by core_.
+  RawUnaryDone done_;
   const Clock::time_point deadline_;
-  const DType dtype_;
-  const std::vector<int64_t> shape_;
   const grpc::ByteBuffer request_;  // Shared by the attempts: no re-encoding on retry.
   grpc::ByteBuffer response_;
   std::unique_ptr<grpc::ClientContext> context_;
@@ -87,11 +81,26 @@ class AsyncScaleShiftCall {
 
 }  // namespace
 
+void StartAsyncUnary(std::shared_ptr<ClientCore> core, const grpc::internal::RpcMethod& method,
+                     grpc::ByteBuffer request, Clock::time_point deadline, RawUnaryDone done) {
+  (new AsyncUnaryCall(std::move(core), method, std::move(request), deadline, std::move(done)))
+      ->StartAttempt();
+}
+
 void StartAsyncScaleShift(std::shared_ptr<ClientCore> core, const TensorView& x, double alpha,
                           double beta, Client::ScaleShiftCallback done,
                           const CallOptions& options) {
-  (new AsyncScaleShiftCall(std::move(core), x, alpha, beta, std::move(done), options))
-      ->StartAttempt();
+  grpc::ByteBuffer request =
+      EncodeRequestBytes(x, alpha, beta, options.device, *core->send_buffers);
+  const Clock::time_point deadline = CallDeadline(core->options, options);
+  const grpc::internal::RpcMethod& method = *core->scale_shift;
+  StartAsyncUnary(std::move(core), method, std::move(request), deadline,
+                  [dtype = x.dtype, shape = x.shape, done = std::move(done)](
+                      grpc::Status status, grpc::ByteBuffer response) {
+                    const TensorView expected{dtype, shape, nullptr, 0};
+                    done(status.ok() ? DecodeResponseBytes(response, &expected)
+                                     : absl::StatusOr<ScaleShiftResult>(ToAbslStatus(status)));
+                  });
 }
 
 }  // namespace myops::client::internal

@@ -24,12 +24,17 @@ namespace myops::client::internal {
 // The unary ScaleShift is called raw (grpc::ByteBuffer in and out, see codec.h), so the
 // tensor bytes skip protobuf's copies; the wire format is the generated stub's.
 inline constexpr char kScaleShiftMethod[] = "/myops.v1.Myops/ScaleShift";
+// Call and CallStream likewise (call_codec.h).
+inline constexpr char kCallMethod[] = "/myops.v1.Myops/Call";
+inline constexpr char kCallStreamMethod[] = "/myops.v1.Myops/CallStream";
 
 struct ClientCore {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<myops::v1::Myops::Stub> stub;                  // ScaleShiftStream, ServerInfo.
+  std::unique_ptr<myops::v1::Myops::Stub> stub;  // ScaleShiftStream, ServerInfo, ListOperators.
   std::unique_ptr<const grpc::internal::RpcMethod> scale_shift;  // Registered on `channel`.
+  std::unique_ptr<const grpc::internal::RpcMethod> call;         // Likewise.
+  std::unique_ptr<const grpc::internal::RpcMethod> call_stream;  // Likewise.
   std::unique_ptr<grpc::GenericStub> generic_stub;  // Raw unary ScaleShift, grpc.health.v1.
   std::shared_ptr<SendBufferPool> send_buffers;     // Thread-safe.
   std::string authorization;  // "Bearer <token>", or empty without options.auth_token.

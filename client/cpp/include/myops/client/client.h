@@ -1,6 +1,7 @@
-// The myops C++ client: calls the myops.v1.Myops service (scale_shift: y = alpha * x +
-// beta) over one reused gRPC channel, synchronously, asynchronously or pipelined on a
-// stream, and queries the server's description and health.
+// The myops C++ client: calls the myops.v1.Myops service over one reused gRPC channel,
+// synchronously, asynchronously or pipelined on a stream: any served operator by name
+// (Call, with Values; ListOperators describes them) or the typed scale_shift (y = alpha *
+// x + beta); and queries the server's description and health.
 //
 //   myops::client::ClientOptions options;
 //   options.target = "localhost:50051";
@@ -8,6 +9,8 @@
 //       myops::client::Client::Create(options);
 //   if (!client.ok()) return client.status();
 //   absl::StatusOr<myops::client::ScaleShiftResult> y = (*client)->ScaleShift(x, 2.0, 1.0);
+//   absl::StatusOr<myops::client::CallResult> r =
+//       (*client)->Call("myops::scale_shift", {x, 2.0}, {{"beta", 1.0}});
 //
 // Every call has a deadline (CallOptions::deadline, else ClientOptions::default_deadline)
 // and every error is an absl::Status with the gRPC status code and message of the failure;
@@ -19,12 +22,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "myops/client/options.h"
 #include "myops/client/results.h"
 #include "myops/client/tensor.h"
+#include "myops/client/value.h"
 
 namespace myops::client {
 
@@ -33,6 +40,7 @@ struct ClientCore;
 }  // namespace internal
 
 class StreamSession;
+class CallStreamSession;
 
 // A client of one myops server (or load-balanced target).
 //
@@ -43,6 +51,7 @@ class StreamSession;
 class Client {
  public:
   using ScaleShiftCallback = std::function<void(absl::StatusOr<ScaleShiftResult>)>;
+  using CallCallback = std::function<void(absl::StatusOr<CallResult>)>;
 
   // Validates `options` (InvalidArgumentError naming the bad field) and creates the
   // channel. Does not connect: the first call does, so an unreachable server shows up as
@@ -78,6 +87,34 @@ class Client {
   // (options.deadline, else the client default) bounds the whole session;
   // options.device applies to every request. Streams are not retried.
   absl::StatusOr<std::unique_ptr<StreamSession>> OpenStream(const CallOptions& options = {});
+
+  // Calls the served operator `op` ("namespace::name" or "namespace::name.overload") with
+  // positional `args` followed by keyword `kwargs` (arguments left out take the schema's
+  // defaults). Tensor data is copied once, into a pooled send buffer, and each output
+  // tensor's data once, out of the received bytes. Borrowed tensors are only read during
+  // the call. Before sending, InvalidArgumentError names the argument when a tensor is
+  // not self-consistent (ValidateTensorView), a keyword is empty, `op` is empty, or the
+  // request exceeds ClientOptions::max_message_bytes; the server reports the rest (unknown
+  // op, wrong arity or kind, ...: INVALID_ARGUMENT naming the argument). Retried as
+  // ScaleShift is. InternalError when the server's response is malformed.
+  absl::StatusOr<CallResult> Call(absl::string_view op, absl::Span<const Value> args,
+                                  absl::Span<const NamedArg> kwargs = {},
+                                  const CallOptions& options = {});
+
+  // Starts Call without blocking, as ScaleShiftAsync: the arguments are copied into the
+  // request before this returns; `done` runs exactly once, on a gRPC thread, or on the
+  // calling thread before this returns when the arguments are invalid.
+  void CallAsync(absl::string_view op, absl::Span<const Value> args,
+                 absl::Span<const NamedArg> kwargs, CallCallback done,
+                 const CallOptions& options = {});
+
+  // Opens a CallStream session for pipelined Calls, as OpenStream.
+  absl::StatusOr<std::unique_ptr<CallStreamSession>> OpenCallStream(
+      const CallOptions& options = {});
+
+  // The operators the server was asked to serve (its --ops patterns), sorted by name and
+  // overload, with schemas, argument kinds and devices; not-served ones say why.
+  absl::StatusOr<std::vector<OperatorDescription>> ListOperators(const CallOptions& options = {});
 
   // The server's versions, devices, operators, limits and worker count.
   absl::StatusOr<ServerInfo> GetServerInfo(const CallOptions& options = {});
@@ -146,6 +183,36 @@ class StreamSession {
  private:
   friend class Client;
   explicit StreamSession(std::unique_ptr<Impl> impl);
+
+  std::unique_ptr<Impl> impl_;
+};
+
+// One CallStream RPC: pipelined Calls of any served operators, with StreamSession's
+// semantics: the same thread-safety, ownership, flow control and deadline rules (see
+// there), and responses matched to requests by the id Send returns.
+class CallStreamSession {
+ public:
+  class Impl;
+
+  CallStreamSession(const CallStreamSession&) = delete;
+  CallStreamSession& operator=(const CallStreamSession&) = delete;
+  ~CallStreamSession();
+
+  // Validates the arguments as Client::Call does (InvalidArgumentError; the stream goes
+  // on), copies them into a request and writes it; returns the request's id (1, 2, 3, ...
+  // in send order). Otherwise as StreamSession::Send.
+  absl::StatusOr<uint64_t> Send(absl::string_view op, absl::Span<const Value> args,
+                                absl::Span<const NamedArg> kwargs = {});
+
+  // As StreamSession's.
+  absl::Status CloseSend();
+  absl::StatusOr<CallStreamResult> Receive();
+  absl::Status Close();
+  int64_t discarded_responses() const;
+
+ private:
+  friend class Client;
+  explicit CallStreamSession(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;
 };

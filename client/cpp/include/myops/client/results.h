@@ -1,5 +1,6 @@
 // Results returned by the myops C++ client: the server's timing breakdown, operator
-// results, stream results and the server description. Plain value types mirroring the
+// results (scale_shift and generic calls), stream results, the server description and
+// the served operators' schemas. Plain value types mirroring the
 // wire messages of proto/myops/v1/myops.proto, without any protobuf dependency.
 #ifndef MYOPS_CLIENT_RESULTS_H_
 #define MYOPS_CLIENT_RESULTS_H_
@@ -9,7 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "myops/client/tensor.h"
+#include "myops/client/value.h"
 
 namespace myops::client {
 
@@ -34,6 +37,70 @@ struct ScaleShiftResult {
 struct StreamResult {
   uint64_t request_id = 0;
   absl::StatusOr<ScaleShiftResult> result;
+};
+
+// Outputs of a generic Call: the operator's results in schema order (a Tensor[] return is
+// one kTensorList value), each tensor owned; the server's timing; the request's id (0 for
+// unary calls, the id Send returned on a stream).
+struct CallResult {
+  std::vector<Value> outputs;
+  Timing timing;
+  uint64_t request_id = 0;
+};
+
+// One response of a CallStreamSession, as StreamResult.
+struct CallStreamResult {
+  uint64_t request_id = 0;
+  absl::StatusOr<CallResult> result;
+};
+
+// How a schema type travels (values equal the wire's myops.v1.ValueKind).
+enum class SchemaKind : int32_t {
+  kUnspecified = 0,
+  kTensor = 1,
+  kInt = 2,  // int, SymInt
+  kFloat = 3,
+  kBool = 4,
+  kString = 5,
+  kIntList = 6,  // int[], SymInt[], int[N]
+  kFloatList = 7,
+  kTensorList = 8,
+  kScalar = 9,       // Scalar: a kInt, kFloat or kBool value
+  kScalarType = 10,  // ScalarType: a DType value
+  kOther = 11,       // not expressible on the wire (the op is then not served)
+};
+
+// "tensor", "int", ..., "scalar", "dtype", "other"; "unspecified" for unknown values.
+absl::string_view SchemaKindName(SchemaKind kind);
+
+// One argument of an operator's schema.
+struct ArgumentDescription {
+  std::string name;
+  std::string type;  // The schema's type, e.g. "Tensor?", "int[2]".
+  SchemaKind kind = SchemaKind::kUnspecified;
+  bool optional = false;  // Accepts none.
+  bool has_default = false;
+  std::string default_value;  // The schema's text of the default, e.g. "1", "None".
+  bool kwarg_only = false;    // After '*' in the schema: only by name (NamedArg).
+};
+
+// One return of an operator's schema.
+struct ReturnDescription {
+  std::string name;  // Often empty.
+  std::string type;
+  SchemaKind kind = SchemaKind::kUnspecified;
+};
+
+// A served operator, as ListOperators reports it.
+struct OperatorDescription {
+  std::string name;      // "namespace::name".
+  std::string overload;  // "" for the default overload.
+  std::string schema;    // As registered in the PyTorch dispatcher.
+  std::vector<ArgumentDescription> arguments;
+  std::vector<ReturnDescription> returns;
+  std::vector<std::string> devices;  // Devices of this server with a kernel ("cpu", "cuda:0").
+  bool served = false;               // Whether Call accepts it; else `reason` says why.
+  std::string reason;
 };
 
 // A device the server computes on.

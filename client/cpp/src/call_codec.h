@@ -1,0 +1,63 @@
+// The generic Call's wire bytes, written and read by hand so that tensor data is copied
+// exactly once each way: a CallRequest is written straight into one send buffer of the
+// pool (its tensors' data copied in, framing around it), and a CallResponse (or
+// CallStreamResponse) is read from the received slices, each tensor's data copied once
+// into its result Tensor while every other field is parsed by protobuf itself. The bytes
+// are exactly protobuf's encoding (tests compare them with protobuf's serializer and
+// parser), so peers using generated code interoperate.
+#ifndef MYOPS_CLIENT_SRC_CALL_CODEC_H_
+#define MYOPS_CLIENT_SRC_CALL_CODEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "myops/client/results.h"
+#include "myops/client/value.h"
+#include "myops/v1/myops.pb.h"
+#include "send_buffers.h"
+
+namespace myops::client::internal {
+
+// One call's fields, as the client's API takes them. Borrows everything.
+struct CallFields {
+  absl::string_view op;
+  absl::Span<const Value> args;
+  absl::Span<const NamedArg> kwargs;
+  absl::string_view device;
+  uint64_t request_id = 0;
+};
+
+// The size of the CallRequest for `call` as encoded. Requires tensors whose size_bytes
+// each fit in int64 (ValidateCall checks that first).
+uint64_t EncodedCallSize(const CallFields& call);
+
+// InvalidArgumentError naming the argument when `call` cannot make a request this client
+// may send: an empty op or keyword, a keyword given twice, a tensor that fails
+// ValidateTensorView, an unknown DType value, or an encoded size over max_message_bytes.
+absl::Status ValidateCall(const CallFields& call, int max_message_bytes);
+
+// The CallRequest's wire bytes in one buffer of `pool` (tensor data copied in once).
+// `call` must have passed ValidateCall.
+grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool);
+
+// Parses a CallResponse. InternalError when the bytes are not one, or an output is
+// malformed (no value, a tensor whose data does not match its dtype and shape, an unknown
+// dtype).
+absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes);
+
+// Parses a CallStreamResponse: its request_id and result, the error of that request, or
+// (request_id 0) InternalError when the bytes are malformed.
+CallStreamResult DecodeCallStreamResponse(const grpc::ByteBuffer& bytes);
+
+std::vector<OperatorDescription> DecodeOperators(const myops::v1::ListOperatorsResponse& response);
+
+}  // namespace myops::client::internal
+
+#endif  // MYOPS_CLIENT_SRC_CALL_CODEC_H_
