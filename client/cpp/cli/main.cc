@@ -4,6 +4,8 @@
 //   myops-cli health [--service NAME]
 //   myops-cli scale-shift --shape 2,3 --dtype float32 --alpha 2 --beta 1 [--repeat N]
 //   myops-cli scale-shift --input x.npy --output y.npy --device cuda
+//   myops-cli ops
+//   myops-cli call myops::scale_shift x.npy 2.0 beta=1.0 --out-prefix y
 //
 // Exit status: 0 on success; 1 when a call or a file fails (the status code name and
 // message go to stderr); 2 from `health` when the server is not SERVING; CLI11's codes
@@ -26,8 +28,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "call_args.h"
 #include "myops/client/client.h"
 #include "myops/common/dtype.h"
 #include "myops/common/token_file.h"
@@ -64,6 +68,14 @@ struct ScaleShiftFlags {
   std::string output;
   uint64_t seed = 0;
   int repeat = 1;
+};
+
+struct CallFlags {
+  std::string op;
+  std::vector<std::string> args;
+  std::string device;
+  std::string out_prefix;
+  uint64_t seed = 0;
 };
 
 int Fail(const absl::Status& status) {
@@ -261,8 +273,87 @@ int RunScaleShift(const GlobalFlags& global, const ScaleShiftFlags& flags) {
   return 0;
 }
 
+int RunOps(const GlobalFlags& flags) {
+  absl::StatusOr<std::unique_ptr<Client>> client = Connect(flags);
+  if (!client.ok()) return Fail(client.status());
+  absl::StatusOr<std::vector<client::OperatorDescription>> ops = (*client)->ListOperators();
+  if (!ops.ok()) return Fail(ops.status());
+  for (const client::OperatorDescription& op : *ops) {
+    std::cout << op.schema << "\n    ";
+    if (op.served) {
+      std::cout << "served on " << (op.devices.empty() ? "-" : absl::StrJoin(op.devices, ", "));
+    } else {
+      std::cout << "not served: " << op.reason;
+    }
+    std::cout << "\n";
+  }
+  std::cout << ops->size() << " operator" << (ops->size() == 1 ? "" : "s") << "\n";
+  return 0;
+}
+
+// Writes the tensors among `outputs` as PREFIX<i>.npy (PREFIX<i>_<j>.npy for a tensor
+// list); a tensor NumPy cannot hold (bfloat16) is an error, after the others are written.
+absl::Status WriteOutputs(const std::string& prefix, const std::vector<client::Value>& outputs) {
+  absl::Status first_error;
+  auto write = [&](const std::string& path, const client::TensorView& t) {
+    absl::Status status = WriteNpyFile(path, t);
+    if (status.ok()) {
+      std::cout << "wrote       " << path << "\n";
+    } else if (first_error.ok()) {
+      first_error = absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+    }
+  };
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].kind() == client::Value::Kind::kTensor) {
+      write(absl::StrCat(prefix, i, ".npy"), outputs[i].tensor());
+    } else if (outputs[i].kind() == client::Value::Kind::kTensorList) {
+      const std::vector<client::TensorView> tensors = outputs[i].tensor_list();
+      for (size_t j = 0; j < tensors.size(); ++j) {
+        write(absl::StrCat(prefix, i, "_", j, ".npy"), tensors[j]);
+      }
+    }
+  }
+  return first_error;
+}
+
+int RunCall(const GlobalFlags& global, const CallFlags& flags) {
+  absl::StatusOr<CallArgs> args = ParseCallArgs(flags.args, flags.seed);
+  if (!args.ok()) return Fail(args.status());
+  absl::StatusOr<std::unique_ptr<Client>> client = Connect(global);
+  if (!client.ok()) return Fail(client.status());
+  client::CallOptions call;
+  call.device = flags.device;
+  const SteadyClock::time_point start = SteadyClock::now();
+  absl::StatusOr<client::CallResult> result =
+      (*client)->Call(flags.op, args->positional, args->named, call);
+  const SteadyClock::duration round_trip = SteadyClock::now() - start;
+  if (!result.ok()) return Fail(result.status());
+
+  std::cout << "target      " << global.target << "\n"
+            << "op          " << flags.op << "\n";
+  for (size_t i = 0; i < args->positional.size(); ++i) {
+    std::cout << absl::StrFormat("arg %-7d ", i) << DescribeValue(args->positional[i]) << "\n";
+  }
+  for (const client::NamedArg& arg : args->named) {
+    std::cout << absl::StrFormat("arg %-7s ", arg.name) << DescribeValue(arg.value) << "\n";
+  }
+  for (size_t i = 0; i < result->outputs.size(); ++i) {
+    std::cout << absl::StrFormat("output %-4d ", i) << DescribeValue(result->outputs[i]) << "\n";
+  }
+  PrintTiming(result->timing);
+  std::cout << "round trip  " << Millis(round_trip) << "\n";
+  if (!flags.out_prefix.empty()) {
+    if (absl::Status status = WriteOutputs(flags.out_prefix, result->outputs); !status.ok()) {
+      return Fail(status);
+    }
+  }
+  return 0;
+}
+
 int Main(int argc, char** argv) {
-  CLI::App app{"Command-line client of a myops server (scale_shift: y = alpha * x + beta)."};
+  CLI::App app{
+      "Command-line client of a myops server: any served operator (ops, call) and "
+      "scale_shift (y = alpha * x + beta)."};
   app.footer(
       "Exit status: 0 success; 1 call or file error (code and message on stderr); 2 health: "
       "not SERVING.");
@@ -314,9 +405,38 @@ int Main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  CLI::App* ops =
+      app.add_subcommand("ops", "List the served operators: schema, devices, served or why not");
+  CLI::App* call =
+      app.add_subcommand("call", "Call any served operator: call OP [ARG...] (ARG syntax below)");
+  call->footer(kCallArgsHelp);
+  CallFlags call_flags;
+  call->add_option("op", call_flags.op, "Operator, e.g. myops::scale_shift or aten::add.Tensor")
+      ->required();
+  // The arguments are the words CLI11 does not take, in order (as an option of its own,
+  // CLI11 would split "[1,2]" and refuse "-inf"). With fallthrough they reach the app;
+  // other subcommands refuse them below.
+  app.allow_extras();
+  call->add_option("--device", call_flags.device, "\"\", cpu, cuda or cuda:N");
+  call->add_option("--out-prefix", call_flags.out_prefix,
+                   "Write each output tensor as PREFIX<i>.npy (PREFIX<i>_<j>.npy in a tensor "
+                   "list)");
+  call->add_option("--seed", call_flags.seed, "Seed of random SHAPE:DTYPE tensors")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+    if (!call->parsed() && !app.remaining().empty()) throw CLI::ExtrasError(app.remaining());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   if (info->parsed()) return RunInfo(global);
   if (health->parsed()) return RunHealth(global, service);
+  if (ops->parsed()) return RunOps(global);
+  if (call->parsed()) {
+    call_flags.args = app.remaining();
+    return RunCall(global, call_flags);
+  }
   return RunScaleShift(global, flags);
 }
 
