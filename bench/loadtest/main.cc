@@ -1,6 +1,7 @@
 // myops-loadtest: load generator for myops-server (and anything serving myops.v1, such as
 // bench/echo_server). Closed loop (--concurrency, a sweep with 1,2,4,...) or open loop
-// (--rate, constant or --poisson), unary or --stream, over --connections channels. Shows
+// (--rate, constant or --poisson), unary or --stream, over --connections channels, of
+// scale_shift (--shape/--sizes, --dtype) or of any served operator (--op, --arg). Shows
 // live progress on a terminal; prints a table, and writes --json / --csv.
 #include <unistd.h>
 
@@ -77,8 +78,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sizes", sizes, "Payload sizes to sweep instead of --shape (1KiB,16MiB,...)")
       ->delimiter(',');
-  app.add_option("--dtype", dtype, "A floating dtype of scale_shift: " + FloatingDTypeNames())
-      ->capture_default_str();
+  CLI::Option* dtype_option =
+      app.add_option("--dtype", dtype, "A floating dtype of scale_shift: " + FloatingDTypeNames())
+          ->capture_default_str();
+  CLI::Option* op_option =
+      app.add_option("--op", base.op,
+                     "Load this served operator through the generic Call (with --arg) instead "
+                     "of scale_shift, e.g. myops::scale_shift");
+  // One word per --arg: no CLI11 splitting of "[1,2]".
+  app.add_option("--arg", base.op_args,
+                 "An argument of --op, repeated in order (myops-cli call's syntax: "
+                 "SHAPE:DTYPE random tensor, PATH.npy, 2.0, 3, true, none, [1,2], NAME=VALUE, "
+                 "...; --arg=-inf for words starting with '-')")
+      ->allow_extra_args(false)
+      ->needs(op_option);
   app.add_option("--device", base.device, "Device requested from the server");
   app.add_option("--duration", duration_s, "Seconds per measurement window")->capture_default_str();
   app.add_option("--requests", base.max_requests, "Requests per window (instead of --duration)");
@@ -100,7 +113,28 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the report as JSON");
   app.add_option("--csv", csv_path, "Write one CSV row per point");
   app.add_flag("--quiet", quiet, "No live progress");
+  app.footer(myops::cli::kCallArgsHelp);
   CLI11_PARSE(app, argc, argv);
+  if (!base.op.empty()) {
+    for (const char* flag : {"--shape", "--sizes"}) {
+      if (app.count(flag) > 0) {
+        std::cerr << "myops-loadtest: " << flag << " is for scale_shift; with --op, give the "
+                  << "tensors as --arg SHAPE:DTYPE\n";
+        return 2;
+      }
+    }
+    if (dtype_option->count() > 0) {
+      std::cerr << "myops-loadtest: --dtype is for scale_shift; with --op, give the tensors as "
+                << "--arg SHAPE:DTYPE\n";
+      return 2;
+    }
+    auto args = myops::cli::ParseCallArgs(base.op_args, 1);
+    if (!args.ok()) {
+      std::cerr << "myops-loadtest: --arg: " << args.status().message() << "\n";
+      return 2;
+    }
+    base.op_values = std::make_shared<const myops::cli::CallArgs>(*std::move(args));
+  }
 
   auto parsed_dtype = myops::client::ParseDType(dtype);
   if (!parsed_dtype.ok()) {
@@ -171,8 +205,8 @@ int main(int argc, char** argv) {
     }
     points.push_back({spec, std::move(*result)});
   }
-  std::cout << "target " << base.target << ", " << dtype << ", " << base.connections
-            << " connection(s)\n"
+  std::cout << "target " << base.target << ", " << (base.op.empty() ? dtype : "op " + base.op)
+            << ", " << base.connections << " connection(s)\n"
             << myops::loadtest::Table(points);
   if (!json_path.empty()) std::ofstream(json_path) << myops::loadtest::Json(points);
   if (!csv_path.empty()) std::ofstream(csv_path) << myops::loadtest::Csv(points);

@@ -13,6 +13,21 @@ constexpr const char* kQuantileNames[] = {"p50", "p90", "p95", "p99", "p99_9"};
 
 double Us(int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
+std::string JsonEscape(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string Mode(const LoadSpec& s) {
   if (s.rate > 0) return absl::StrFormat("rate %g/s%s", s.rate, s.poisson ? " poisson" : "");
   return absl::StrCat("conc ", s.concurrency, s.streaming ? " stream" : "");
@@ -23,9 +38,23 @@ std::string Breakdown(const char* name, const Histogram& h) {
                          Us(h.Percentile(0.99)));
 }
 
+// The JSON fields naming what each request computes: dtype and shape of scale_shift, or
+// the op and its arguments as given (--op, --arg).
+std::string WhatRuns(const LoadSpec& s) {
+  if (s.op_values == nullptr) {
+    return absl::StrFormat("\"dtype\": \"%s\", \"shape\": [%s]", myops::client::DTypeName(s.dtype),
+                           absl::StrJoin(s.shape, ", "));
+  }
+  std::vector<std::string> args;
+  for (const std::string& a : s.op_args) args.push_back(absl::StrCat("\"", JsonEscape(a), "\""));
+  return absl::StrFormat("\"op\": \"%s\", \"args\": [%s]", JsonEscape(s.op),
+                         absl::StrJoin(args, ", "));
+}
+
 }  // namespace
 
 int64_t PayloadBytes(const LoadSpec& spec) {
+  if (spec.op_values != nullptr) return ArgumentBytes(spec);
   int64_t n = 1;
   for (int64_t d : spec.shape) n *= d;
   return n * static_cast<int64_t>(myops::client::DTypeItemSize(spec.dtype));
@@ -87,17 +116,16 @@ std::string Json(const std::vector<Point>& points) {
       errors.push_back(absl::StrFormat("\"%s\": %d", code, count));
     rows.push_back(absl::StrFormat(
         "    {\"target\": \"%s\", \"mode\": \"%s\", \"concurrency\": %d, \"rate\": %g, "
-        "\"poisson\": %s, \"streaming\": %s, \"connections\": %d, \"dtype\": \"%s\", "
-        "\"shape\": [%s], \"payload_bytes\": %d,\n     \"seconds\": %.4f, \"requests_ok\": %d, "
+        "\"poisson\": %s, \"streaming\": %s, \"connections\": %d, %s, "
+        "\"payload_bytes\": %d,\n     \"seconds\": %.4f, \"requests_ok\": %d, "
         "\"errors\": %d, \"errors_by_code\": {%s}, \"throughput_rps\": %.3f, "
         "\"payload_gb_per_s\": %.6f,\n     \"latency_us\": {%s, \"max\": %.3f, \"mean\": %.3f},\n"
         "     \"server_us\": {%s, %s, %s, %s, %s},\n     \"stable\": %s, "
         "\"window_throughput_rps\": [%s]}",
         p.spec.target, p.spec.rate > 0 ? "open" : "closed", p.spec.concurrency, p.spec.rate,
         p.spec.poisson ? "true" : "false", p.spec.streaming ? "true" : "false", p.spec.connections,
-        myops::client::DTypeName(p.spec.dtype), absl::StrJoin(p.spec.shape, ", "),
-        PayloadBytes(p.spec), s.seconds, s.ok, s.error_count(), absl::StrJoin(errors, ", "),
-        s.throughput(),
+        WhatRuns(p.spec), PayloadBytes(p.spec), s.seconds, s.ok, s.error_count(),
+        absl::StrJoin(errors, ", "), s.throughput(),
         s.seconds > 0 ? static_cast<double>(s.payload_bytes) / s.seconds / 1e9 : 0.0,
         absl::StrJoin(q, ", "), Us(s.latency.max()), s.latency.mean() / 1000,
         Breakdown("decode", s.decode), Breakdown("queue", s.queue), Breakdown("compute", s.compute),

@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tensor_values.h"
 
 namespace myops::loadtest {
@@ -55,11 +57,25 @@ class Collector {
   std::atomic<int64_t> done_{0};
 };
 
-// The tensor every request sends; read-only once built.
+// The tensor every request sends (scale_shift) or the arguments (--op); read-only once
+// built.
 struct Payload {
   myops::client::Tensor input;
-  int64_t bytes_per_request = 0;  // input + output
+  int64_t bytes_per_request = 0;  // input + output (scale_shift); input only (--op)
 };
+
+// Bytes of the tensors among `values` (tensor lists included).
+int64_t TensorBytes(absl::Span<const myops::client::Value> values) {
+  int64_t n = 0;
+  for (const myops::client::Value& v : values) {
+    if (v.kind() == myops::client::Value::Kind::kTensor) {
+      n += static_cast<int64_t>(v.tensor().size_bytes);
+    } else if (v.kind() == myops::client::Value::Kind::kTensorList) {
+      for (const auto& t : v.tensor_list()) n += static_cast<int64_t>(t.size_bytes);
+    }
+  }
+  return n;
+}
 
 class LoadRun final {
  public:
@@ -73,7 +89,13 @@ class LoadRun final {
       threads.emplace_back([this] { OpenLoop(); });
     } else {
       for (int i = 0; i < spec_.concurrency; ++i) {
-        threads.emplace_back([this, i] { spec_.streaming ? StreamWorker(i) : UnaryWorker(i); });
+        threads.emplace_back([this, i] {
+          if (spec_.op_values != nullptr) {
+            spec_.streaming ? CallStreamWorker(i) : CallWorker(i);
+          } else {
+            spec_.streaming ? StreamWorker(i) : UnaryWorker(i);
+          }
+        });
       }
     }
     RunResult result;
@@ -184,6 +206,58 @@ class LoadRun final {
     if (session) (void)session->Close();
   }
 
+  // --op: generic Calls, their outputs' bytes counted with the arguments'.
+  void Record(Collector& collector, int64_t ns,
+              const absl::StatusOr<myops::client::CallResult>& r) {
+    r.ok() ? collector.Ok(ns, r->timing, payload_.bytes_per_request + TensorBytes(r->outputs))
+           : collector.Error(r.status());
+  }
+
+  void CallWorker(int index) {
+    Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
+    const myops::cli::CallArgs& args = *spec_.op_values;
+    const auto call = Call();
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto collector = std::atomic_load(&active_);
+      const auto t0 = Clock::now();
+      auto r = client.Call(spec_.op, args.positional, args.named, call);
+      Record(*collector, Nanos(Clock::now() - t0), r);
+    }
+  }
+
+  void CallStreamWorker(int index) {
+    Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
+    const myops::cli::CallArgs& args = *spec_.op_values;
+    auto call = Call();
+    call.deadline = std::chrono::hours(24);  // a session's deadline covers the whole run
+    std::unique_ptr<myops::client::CallStreamSession> session;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto collector = std::atomic_load(&active_);
+      if (!session) {
+        auto opened = client.OpenCallStream(call);
+        if (!opened.ok()) {
+          collector->Error(opened.status());
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          continue;
+        }
+        session = std::move(*opened);
+      }
+      const auto t0 = Clock::now();
+      auto id = session->Send(spec_.op, args.positional, args.named);
+      absl::StatusOr<myops::client::CallStreamResult> r =
+          id.ok() ? session->Receive()
+                  : absl::StatusOr<myops::client::CallStreamResult>(id.status());
+      const int64_t ns = Nanos(Clock::now() - t0);
+      if (!r.ok()) {  // the stream itself failed: count it and open a new one
+        collector->Error(r.status());
+        session.reset();
+      } else {
+        Record(*collector, ns, r->result);
+      }
+    }
+    if (session) (void)session->Close();
+  }
+
   // Sends at the target rate; each latency counts from the intended send time.
   void OpenLoop() {
     std::mt19937_64 rng(42);
@@ -205,6 +279,19 @@ class LoadRun final {
       Client& client = *clients_[n++ % clients_.size()];
       // The callback may run after this run has given up waiting and is gone: it owns
       // everything it touches (the collector, the counter) and copies the rest.
+      if (spec_.op_values != nullptr) {
+        client.CallAsync(
+            spec_.op, spec_.op_values->positional, spec_.op_values->named,
+            [outstanding = outstanding_, collector, intended,
+             bytes = payload_.bytes_per_request](absl::StatusOr<myops::client::CallResult> r) {
+              const int64_t ns = Nanos(Clock::now() - intended);
+              r.ok() ? collector->Ok(ns, r->timing, bytes + TensorBytes(r->outputs))
+                     : collector->Error(r.status());
+              outstanding->fetch_sub(1);
+            },
+            call);
+        continue;
+      }
       client.ScaleShiftAsync(
           payload_.input.view(), 2.0, 1.0,
           [outstanding = outstanding_, collector, intended,
@@ -238,7 +325,34 @@ class LoadRun final {
       std::make_shared<std::atomic<int64_t>>(0);
 };
 
+// OK when the server lists `op` ("name" or "name.overload") as served.
+absl::Status CheckServed(Client& client, const std::string& op) {
+  auto ops = client.ListOperators();
+  if (!ops.ok()) return ops.status();
+  std::vector<std::string> served;
+  for (const myops::client::OperatorDescription& d : *ops) {
+    const std::string name = d.overload.empty() ? d.name : absl::StrCat(d.name, ".", d.overload);
+    if (name == op) {
+      if (d.served) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(op, " is not served: ", d.reason));
+    }
+    if (d.served) served.push_back(name);
+  }
+  return absl::NotFoundError(absl::StrCat("the server does not serve ", op, "; it serves ",
+                                          served.empty() ? "none" : absl::StrJoin(served, ", ")));
+}
+
 }  // namespace
+
+int64_t ArgumentBytes(const LoadSpec& spec) {
+  if (spec.op_values == nullptr) return 0;
+  const std::vector<myops::client::Value>& positional = spec.op_values->positional;
+  int64_t n = TensorBytes(positional);
+  for (const myops::client::NamedArg& arg : spec.op_values->named) {
+    n += TensorBytes(absl::MakeConstSpan(&arg.value, 1));
+  }
+  return n;
+}
 
 int64_t Stats::error_count() const {
   int64_t n = 0;
@@ -266,11 +380,16 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
   if (spec.rate > 0 && spec.streaming) {
     return absl::InvalidArgumentError("open loop (--rate) runs unary calls only");
   }
-  auto input = myops::client::Tensor::Allocate(spec.dtype, spec.shape);
-  if (!input.ok()) return input.status();
-  myops::cli::FillRandom(1, &*input);
-  Payload payload{std::move(*input), 0};
-  payload.bytes_per_request = 2 * static_cast<int64_t>(payload.input.size_bytes());
+  Payload payload;
+  if (spec.op_values != nullptr) {
+    payload.bytes_per_request = ArgumentBytes(spec);
+  } else {
+    auto input = myops::client::Tensor::Allocate(spec.dtype, spec.shape);
+    if (!input.ok()) return input.status();
+    myops::cli::FillRandom(1, &*input);
+    payload.input = std::move(*input);
+    payload.bytes_per_request = 2 * static_cast<int64_t>(payload.input.size_bytes());
+  }
 
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < std::max(1, spec.connections); ++i) {
@@ -285,9 +404,15 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
     if (!client.ok()) return client.status();
     clients.push_back(std::move(*client));
   }
-  // Fail fast on a wrong target instead of counting every request as an error.
-  auto info = clients[0]->GetServerInfo();
-  if (!info.ok()) return info.status();
+  // Fail fast on a wrong target (or an op it does not serve) instead of counting every
+  // request as an error.
+  if (spec.op_values != nullptr) {
+    absl::Status served = CheckServed(*clients[0], spec.op);
+    if (!served.ok()) return served;
+  } else {
+    auto info = clients[0]->GetServerInfo();
+    if (!info.ok()) return info.status();
+  }
   LoadRun run(spec, std::move(clients), std::move(payload));
   return run.Execute(progress);
 }

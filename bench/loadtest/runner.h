@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "call_args.h"
 #include "histogram.h"
 #include "myops/client/client.h"
 
@@ -24,6 +25,11 @@ struct LoadSpec {
   double rate = 0;         // open loop when > 0: requests per second
   bool poisson = false;    // open loop: exponential inter-arrival times
   bool streaming = false;  // closed loop over ScaleShiftStream instead of unary calls
+  // --op: the generic Call of this operator with these arguments (call_args.h syntax,
+  // parsed into op_values) instead of scale_shift of dtype/shape.
+  std::string op;
+  std::vector<std::string> op_args;
+  std::shared_ptr<const myops::cli::CallArgs> op_values;  // shared by the points of a sweep
   myops::client::DType dtype = myops::client::DType::kFloat32;
   std::vector<int64_t> shape = {256};
   std::string device;
@@ -59,6 +65,9 @@ struct RunResult {
 
 // Called about once a second with what the current window has measured so far.
 using ProgressFn = std::function<void(const Stats& so_far, bool warmup)>;
+
+// --op: bytes of the tensors among spec.op_values (0 without --op).
+int64_t ArgumentBytes(const LoadSpec& spec);
 
 // Runs warmup, then measurement windows. Errors of individual requests are counted, not
 // returned; the status is an error only when the run cannot start (e.g. bad target).

@@ -79,6 +79,10 @@ class CallTestServer {
       ret->set_kind(myops::v1::VALUE_KIND_TENSOR);
       op->add_devices("cpu");
       op->set_served(true);
+      myops::v1::OperatorInfo* fail = response->add_operators();
+      fail->set_name("test::fail");
+      fail->set_schema("test::fail(Tensor x) -> Tensor");
+      fail->set_served(true);
       myops::v1::OperatorInfo* inplace = response->add_operators();
       inplace->set_name("test::echo_");
       inplace->set_schema("test::echo_(Tensor(a!) x) -> Tensor(a!)");

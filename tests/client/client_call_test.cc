@@ -185,7 +185,7 @@ TEST_F(ClientCallTest, StreamPipelinesCallsAndGoesOnAfterErrors) {
 TEST_F(ClientCallTest, ListOperatorsDescribesSchemas) {
   absl::StatusOr<std::vector<OperatorDescription>> ops = client_->ListOperators();
   ASSERT_TRUE(ops.ok()) << ops.status();
-  ASSERT_EQ(ops->size(), 2u);
+  ASSERT_EQ(ops->size(), 3u);
   const OperatorDescription& echo = (*ops)[0];
   EXPECT_EQ(echo.name, "test::echo");
   EXPECT_TRUE(echo.served);
@@ -199,8 +199,8 @@ TEST_F(ClientCallTest, ListOperatorsDescribesSchemas) {
   EXPECT_EQ(echo.arguments[1].default_value, "1.");
   ASSERT_EQ(echo.returns.size(), 1u);
   EXPECT_EQ(SchemaKindName(echo.returns[0].kind), "tensor");
-  EXPECT_FALSE((*ops)[1].served);
-  EXPECT_EQ((*ops)[1].reason, "mutates argument x");
+  EXPECT_FALSE((*ops)[2].served);
+  EXPECT_EQ((*ops)[2].reason, "mutates argument x");
 }
 
 TEST(ClientCallRetryTest, UnavailableIsRetriedWithTheTokenOnEveryAttempt) {

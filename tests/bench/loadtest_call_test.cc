@@ -1,0 +1,83 @@
+// myops-loadtest's --op mode (bench/loadtest/runner.h) against the in-process
+// generated-code server of tests/client/call_test_server.h: closed loop unary and
+// stream, open loop, the bytes counted, and the fail-fast check of the op.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "call_test_server.h"
+#include "report.h"
+#include "runner.h"
+
+namespace myops::loadtest {
+namespace {
+
+using ::testing::HasSubstr;
+
+class LoadtestCallTest : public ::testing::Test {
+ protected:
+  LoadSpec Spec(const std::string& op) {
+    LoadSpec spec;
+    spec.target = server_.target();
+    spec.op = op;
+    spec.op_args = {"4x8:float32", "2.0", "beta=1"};
+    auto args = myops::cli::ParseCallArgs(spec.op_args, 1);
+    EXPECT_TRUE(args.ok()) << args.status();
+    spec.op_values = std::make_shared<const myops::cli::CallArgs>(*std::move(args));
+    spec.warmup = std::chrono::milliseconds(0);
+    spec.window = std::chrono::milliseconds(100);
+    spec.max_requests = 40;
+    return spec;
+  }
+  testing::CallTestServer server_;
+};
+
+TEST_F(LoadtestCallTest, ClosedLoopUnaryAndStreamCountArgumentAndOutputBytes) {
+  for (bool streaming : {false, true}) {
+    LoadSpec spec = Spec("test::echo");
+    spec.concurrency = 2;
+    spec.streaming = streaming;
+    EXPECT_EQ(PayloadBytes(spec), 128);
+    absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_GE(r->total.ok, 40) << "streaming " << streaming;
+    EXPECT_EQ(r->total.error_count(), 0);
+    // The echo returns the 128-byte tensor: 256 bytes per request.
+    EXPECT_EQ(r->total.payload_bytes, 256 * r->total.ok);
+    const std::string json = Json({{spec, *r}});
+    EXPECT_THAT(json, HasSubstr("\"op\": \"test::echo\", \"args\": [\"4x8:float32\", \"2.0\", "
+                                "\"beta=1\"], \"payload_bytes\": 128"));
+  }
+}
+
+TEST_F(LoadtestCallTest, OpenLoopCallsAsynchronously) {
+  LoadSpec spec = Spec("test::echo");
+  spec.rate = 400;
+  spec.max_requests = 20;
+  absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->total.ok, 20);
+  EXPECT_EQ(r->total.error_count(), 0);
+}
+
+TEST_F(LoadtestCallTest, AnOpTheServerDoesNotServeFailsFast) {
+  absl::StatusOr<RunResult> r = myops::loadtest::Run(Spec("test::nope"), nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(r.status().message(), HasSubstr("it serves test::echo"));
+  r = myops::loadtest::Run(Spec("test::echo_"), nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("mutates argument x"));
+}
+
+TEST_F(LoadtestCallTest, ErrorsOfTheOpAreCountedByCode) {
+  LoadSpec spec = Spec("test::fail");
+  spec.concurrency = 2;
+  absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->total.ok, 0);
+  EXPECT_GE(r->total.errors["INVALID_ARGUMENT"], 40);
+}
+
+}  // namespace
+}  // namespace myops::loadtest
