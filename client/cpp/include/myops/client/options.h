@@ -21,7 +21,8 @@ inline constexpr int kMaxAttempts = 1000;
 // server shutting down). No other code is retried. Attempt n (n >= 2) waits a random
 // time in [0.5, 1.0] * min(initial_backoff * multiplier^(n-2), max_backoff) first; all
 // attempts of one call share that call's deadline. Unary calls (ScaleShift,
-// ScaleShiftInto, ScaleShiftAsync, ServerInfo, Health) are retried; streams are not.
+// ScaleShiftInto, ScaleShiftAsync, Call, CallAsync, ListOperators, ServerInfo, Health) are
+// retried; streams are not.
 struct RetryPolicy {
   // Attempts in total, including the first; 1 disables retries. In [1, kMaxAttempts].
   int max_attempts = 3;
@@ -55,7 +56,9 @@ struct ClientOptions {
   // (InvalidArgumentError). Must be > 0; at most 2 GiB - 1 (gRPC's limit). The receive
   // limit is max_message_bytes + kResponseOverheadBytes (at most 2 GiB - 1), so the
   // response to the largest request, whose output is as large as its input and carries
-  // the timing too, fits. gRPC's default receive limit, 4 MiB, does not apply.
+  // the timing too, fits (a generic Call whose outputs are larger than its inputs needs a
+  // larger max_message_bytes, or "grpc.max_receive_message_length" in int_channel_args).
+  // gRPC's default receive limit, 4 MiB, does not apply.
   int max_message_bytes = 1 << 30;
   RetryPolicy retry;
   // Request tensors are copied once into send buffers that gRPC owns until the bytes are
@@ -68,9 +71,10 @@ struct ClientOptions {
   std::map<std::string, std::string> string_channel_args;
   TlsOptions tls;
   // Bearer token sent as "authorization: Bearer <token>" metadata on every call (unary,
-  // async, streams, ServerInfo, Health), for a server started with --auth-token-file.
-  // Empty: none. Visible ASCII only (InvalidArgumentError otherwise). Never logged; send
-  // it over TLS, since a plaintext channel exposes it to anyone on the path.
+  // async, streams, generic calls, ServerInfo, Health), for a server started with
+  // --auth-token-file. Empty: none. Visible ASCII only (InvalidArgumentError otherwise).
+  // Never logged; send it over TLS, since a plaintext channel exposes it to anyone on the
+  // path.
   std::string auth_token;
 };
 
