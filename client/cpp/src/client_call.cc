@@ -8,11 +8,11 @@
 
 #include "async_call.h"
 #include "call_codec.h"
-#include "call_stream_impl.h"
 #include "client_core.h"
 #include "grpc_status.h"
 #include "myops/client/client.h"
 #include "retry.h"
+#include "stream_session_impl.h"
 
 namespace myops::client {
 

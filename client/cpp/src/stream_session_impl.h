@@ -1,60 +1,186 @@
-// StreamSession::Impl: one ScaleShiftStream call over the synchronous bidi-stream API,
-// with a write lock (Send, CloseSend) and a read lock (Receive, Close).
+// The sessions' shared core: internal::StreamCall, one bidi-stream call over the
+// synchronous API with a write lock (Send, CloseSend) and a read lock (Receive, Close),
+// and the two sessions built on it: StreamSession::Impl (ScaleShiftStream, protobuf
+// messages) and CallStreamSession::Impl (CallStream, raw bytes of call_codec.h).
 #ifndef MYOPS_CLIENT_SRC_STREAM_SESSION_IMPL_H_
 #define MYOPS_CLIENT_SRC_STREAM_SESSION_IMPL_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include <grpcpp/client_context.h>
+#include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/sync_stream.h>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "client_core.h"
+#include "grpc_status.h"
 #include "myops/client/client.h"
+#include "retry.h"
 
 namespace myops::client {
+namespace internal {
+
+// Drops a reused request's buffers after a write when they have grown large.
+inline void TrimAfterWrite(myops::v1::ScaleShiftRequest* request) {
+  if (request->input().data().capacity() > (size_t{64} << 20)) {
+    std::string().swap(*request->mutable_input()->mutable_data());
+  }
+}
+inline void TrimAfterWrite(grpc::ByteBuffer* request) { request->Clear(); }
 
 // Owns the call's context and stream. Lock order: read_mu_ before write_mu_ (Finish,
 // which needs both, runs under the read lock and then takes the write lock). std::mutex
 // rather than absl::Mutex so ThreadSanitizer sees the locking with Debian's uninstrumented
 // abseil; the annotations are checked by clang with an annotated standard library.
-class StreamSession::Impl {
+template <typename Request, typename Response>
+class StreamCall {
  public:
-  Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options);
-  ~Impl();
+  using Stream = grpc::ClientReaderWriter<Request, Response>;
+  // Starts the call on `context` (deadline and metadata already set).
+  using Open = std::function<std::unique_ptr<Stream>(grpc::ClientContext*)>;
 
-  absl::StatusOr<uint64_t> Send(const TensorView& x, double alpha, double beta)
-      ABSL_LOCKS_EXCLUDED(write_mu_);
-  absl::Status CloseSend() ABSL_LOCKS_EXCLUDED(write_mu_);
-  absl::StatusOr<StreamResult> Receive() ABSL_LOCKS_EXCLUDED(read_mu_, write_mu_);
-  absl::Status Close() ABSL_LOCKS_EXCLUDED(read_mu_, write_mu_);
-  int64_t discarded_responses() const ABSL_LOCKS_EXCLUDED(read_mu_);
+  StreamCall(std::shared_ptr<ClientCore> core, const CallOptions& options, const Open& open)
+      : core_(std::move(core)),
+        device_(options.device),
+        deadline_(CallDeadline(core_->options, options)) {
+    context_.set_deadline(deadline_);
+    core_->Authorize(&context_);
+    stream_ = open(&context_);
+  }
+
+  ~StreamCall() {
+    bool finished;
+    {
+      std::lock_guard<std::mutex> lock(read_mu_);
+      finished = finished_;
+    }
+    if (!finished) context_.TryCancel();
+    Close().IgnoreError();
+  }
+
+  const std::shared_ptr<ClientCore>& core() const { return core_; }
+  const std::string& device() const { return device_; }
+
+  // Takes the next request id, has `encode(id, &request)` fill the (reused) request and
+  // writes it; returns the id. The caller has validated what it encodes.
+  template <typename Encode>
+  absl::StatusOr<uint64_t> Send(Encode&& encode) ABSL_LOCKS_EXCLUDED(write_mu_) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    if (writes_done_) {
+      return absl::FailedPreconditionError(
+          "stream is closed for sending (CloseSend or Close was called)");
+    }
+    if (write_failed_) {
+      return absl::FailedPreconditionError(
+          "stream has ended; Receive() or Close() gives its final status");
+    }
+    const uint64_t id = next_request_id_++;
+    encode(id, &request_);
+    const bool written = stream_->Write(request_);
+    TrimAfterWrite(&request_);
+    if (!written) {
+      write_failed_ = true;
+      if (Clock::now() >= deadline_) return BlockedUntilDeadline(id);
+      return absl::FailedPreconditionError(
+          absl::StrCat("stream ended before request ", id,
+                       " was sent; Receive() or Close() gives its final status"));
+    }
+    return id;
+  }
+
+  absl::Status CloseSend() ABSL_LOCKS_EXCLUDED(write_mu_) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    if (!writes_done_) {
+      writes_done_ = true;
+      // False only when the stream has already ended; Receive/Close report why.
+      stream_->WritesDone();
+    }
+    return absl::OkStatus();
+  }
+
+  // Blocks for the next response and returns take(&response); once the stream has ended,
+  // its final error (or OutOfRangeError when it ended OK).
+  template <typename Take>
+  absl::StatusOr<std::invoke_result_t<Take&, Response*>> Receive(Take&& take)
+      ABSL_LOCKS_EXCLUDED(read_mu_, write_mu_) {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    if (!ReadOne()) return EndedStatus();
+    return take(&response_);
+  }
+
+  // CloseSend, then discards responses not yet received, waits for the server to end the
+  // stream and returns its final status.
+  absl::Status Close() ABSL_LOCKS_EXCLUDED(read_mu_, write_mu_) {
+    CloseSend().IgnoreError();
+    std::lock_guard<std::mutex> lock(read_mu_);
+    while (ReadOne()) ++discarded_;
+    return final_status_;
+  }
+
+  int64_t discarded_responses() const ABSL_LOCKS_EXCLUDED(read_mu_) {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    return discarded_;
+  }
 
  private:
-  using Stream =
-      grpc::ClientReaderWriter<myops::v1::ScaleShiftRequest, myops::v1::ScaleShiftStreamResponse>;
-
   // Reads one response into response_; on the end of the stream, finishes the call.
   // Returns false when the stream has ended (final_status_ is then set).
-  bool ReadOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) ABSL_LOCKS_EXCLUDED(write_mu_);
-  // What Send returns when its write was still held by flow control at the deadline.
-  absl::Status BlockedUntilDeadline(uint64_t id) const;
-  // What Receive returns once the stream has ended.
-  absl::Status EndedStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_);
+  bool ReadOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) ABSL_LOCKS_EXCLUDED(write_mu_) {
+    if (finished_) return false;
+    if (stream_->Read(&response_)) {
+      received_.fetch_add(1);
+      return true;
+    }
+    // The server has ended the stream (or it failed): no write may run during Finish.
+    std::lock_guard<std::mutex> lock(write_mu_);
+    final_status_ = ToAbslStatus(stream_->Finish());
+    finished_ = true;
+    write_failed_ = true;
+    return false;
+  }
 
-  const std::shared_ptr<internal::ClientCore> core_;
+  // What Send returns when its write was still held by flow control at the deadline.
+  absl::Status BlockedUntilDeadline(uint64_t id) const {
+    const int64_t sent = static_cast<int64_t>(id) - 1;
+    const int64_t unreceived = sent - received_.load();
+    if (unreceived <= 0) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("request ", id, " was not sent before the stream's deadline"));
+    }
+    return absl::DeadlineExceededError(absl::StrCat(
+        "request ", id, " was not sent before the stream's deadline: ", unreceived, " of the ",
+        sent,
+        " responses were not received, and the server stops reading requests while its "
+        "responses are not read, so Send waited for flow control until the deadline; call "
+        "Receive() (on another thread) while sending"));
+  }
+
+  // What Receive returns once the stream has ended.
+  absl::Status EndedStatus() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) {
+    if (!final_status_.ok()) return final_status_;
+    return absl::OutOfRangeError(
+        absl::StrCat("stream ended: all ", received_.load(), " responses were received"));
+  }
+
+  const std::shared_ptr<ClientCore> core_;
   const std::string device_;
   const std::chrono::system_clock::time_point deadline_;  // The session's.
   grpc::ClientContext context_;
   std::unique_ptr<Stream> stream_;  // Set in the constructor; thread-safe per the locks.
 
   mutable std::mutex read_mu_;
-  myops::v1::ScaleShiftStreamResponse response_ ABSL_GUARDED_BY(read_mu_);
+  Response response_ ABSL_GUARDED_BY(read_mu_);
   bool finished_ ABSL_GUARDED_BY(read_mu_) = false;
   absl::Status final_status_ ABSL_GUARDED_BY(read_mu_);
   // Written under read_mu_; read by Send too (to explain a write the deadline ended).
@@ -62,10 +188,25 @@ class StreamSession::Impl {
   int64_t discarded_ ABSL_GUARDED_BY(read_mu_) = 0;
 
   std::mutex write_mu_ ABSL_ACQUIRED_AFTER(read_mu_);
-  myops::v1::ScaleShiftRequest request_ ABSL_GUARDED_BY(write_mu_);
+  Request request_ ABSL_GUARDED_BY(write_mu_);
   uint64_t next_request_id_ ABSL_GUARDED_BY(write_mu_) = 1;
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(write_mu_) = false;
+};
+
+}  // namespace internal
+
+// One ScaleShiftStream call.
+class StreamSession::Impl : public internal::StreamCall<myops::v1::ScaleShiftRequest,
+                                                        myops::v1::ScaleShiftStreamResponse> {
+ public:
+  Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options);
+};
+
+// One CallStream call, in raw bytes (call_codec.h).
+class CallStreamSession::Impl : public internal::StreamCall<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options);
 };
 
 }  // namespace myops::client
