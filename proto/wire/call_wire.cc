@@ -2,7 +2,7 @@
 #include "myops/wire/call_wire.h"
 
 #include "absl/strings/str_cat.h"
-#include "slice_reader.h"
+#include "myops/wire/slice_reader.h"
 
 namespace myops::wire {
 namespace {

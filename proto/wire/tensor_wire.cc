@@ -1,7 +1,7 @@
 // Hand-written protobuf encoding of tensor-carrying messages (see tensor_wire.h).
 #include "myops/wire/tensor_wire.h"
 
-#include "slice_reader.h"
+#include "myops/wire/slice_reader.h"
 
 #include <algorithm>
 #include <cstring>

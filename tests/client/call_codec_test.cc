@@ -314,6 +314,15 @@ TEST_F(CallCodecTest, MalformedResponsesAreInternalErrors) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(r.status().message(), HasSubstr("server response output 0"));
 
+  // Lengths and tags as protobuf reads them: an over-long (8-byte) length is refused; an
+  // unknown group is kept as protobuf keeps it.
+  const std::string overlong("\x62\x80\x80\x80\x80\x80\x80\x80\x00", 9);
+  ASSERT_FALSE(v1::CallResponse().ParseFromString(overlong));
+  EXPECT_EQ(DecodeCallResponse(Sliced(overlong, 2)).status().code(), absl::StatusCode::kInternal);
+  const std::string group = good + std::string("\x7b\x08\x01\x7c", 4);  // Field 15.
+  ASSERT_TRUE(v1::CallResponse().ParseFromString(group));
+  EXPECT_TRUE(DecodeCallResponse(Sliced(group, 3)).ok());
+
   v1::CallResponse no_kind;
   no_kind.add_outputs();
   r = DecodeCallResponse(Sliced(no_kind.SerializeAsString(), 0));

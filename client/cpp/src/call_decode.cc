@@ -9,6 +9,7 @@
 // oneof), and each tensor takes its data by the placeholder it kept.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -16,14 +17,15 @@
 #include "call_codec.h"
 #include "codec.h"
 #include "grpc_status.h"
+#include "myops/wire/slice_reader.h"
 #include "myops/wire/tensor_wire.h"
 
 namespace myops::client::internal {
 namespace {
 
 namespace v1 = ::myops::v1;
+using wire::detail::SliceReader;
 
-constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
 constexpr size_t kPlaceholderBytes = 8;
 
 // The messages whose fields lead to tensor data, and the data field itself.
@@ -48,106 +50,42 @@ constexpr bool IsTensorData(Type parent, uint64_t field) {
   return parent == Type::kTensor && field == 3;
 }
 
-// A forward cursor over the received slices.
-class Reader {
- public:
-  explicit Reader(const std::vector<grpc::Slice>& slices) : slices_(slices) {
-    for (const grpc::Slice& s : slices_) total_ += s.size();
-  }
-  uint64_t position() const { return position_; }
-  uint64_t remaining() const { return total_ - position_; }
-
-  bool Varint(uint64_t* value) {
-    *value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      uint8_t byte = 0;
-      if (!Take(1, [&](const uint8_t* p, size_t) { byte = *p; })) return false;
-      *value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-      if ((byte & 0x80) == 0) return true;
-    }
-    return false;
-  }
-
-  // Appends the next `n` bytes to `out`.
-  bool Append(uint64_t n, std::string* out) {
-    return Take(
-        n, [&](const uint8_t* p, size_t k) { out->append(reinterpret_cast<const char*>(p), k); });
-  }
-
- private:
-  template <typename Fn>
-  bool Take(uint64_t n, Fn&& fn) {
-    if (n > remaining()) return false;
-    while (n > 0) {
-      const grpc::Slice& slice = slices_[index_];
-      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, slice.size() - offset_));
-      if (k > 0) fn(slice.begin() + offset_, k);
-      offset_ += k;
-      position_ += k;
-      n -= k;
-      if (offset_ == slice.size()) {
-        ++index_;
-        offset_ = 0;
-      }
-    }
-    return true;
-  }
-
-  const std::vector<grpc::Slice>& slices_;
-  size_t index_ = 0, offset_ = 0;
-  uint64_t position_ = 0, total_ = 0;
-};
-
 // Rewrites the fields of a message of `type` that end at `end` into `out` (see the file
-// comment). False when the bytes are malformed. Groups are refused (no myops.v1 message
-// has any, and a server does not send unknown ones).
-bool Rewrite(Reader& in, uint64_t end, Type type, std::string* out, std::vector<std::string>* data,
-             int depth) {
+// comment), reading them by protobuf's rules. False when the bytes are malformed.
+bool Rewrite(SliceReader& in, uint64_t end, Type type, std::string* out,
+             std::vector<std::string>* data, int depth) {
   if (depth > 8) return false;  // Deeper than any path to tensor data.
   while (in.position() < end) {
     uint64_t key = 0;
-    if (!in.Varint(&key) || key > 0xffffffffu || (key >> 3) == 0) return false;
+    if (!wire::detail::ReadKey(in, &key)) return false;
     wire::AppendVarint(key, out);
     const uint64_t field = key >> 3;
-    uint64_t value = 0;
-    switch (key & 7) {
-      case kVarint:
-        if (!in.Varint(&value)) return false;
-        wire::AppendVarint(value, out);
-        break;
-      case kFixed64:
-        if (!in.Append(8, out)) return false;
-        break;
-      case kFixed32:
-        if (!in.Append(4, out)) return false;
-        break;
-      case kLengthDelimited: {
-        if (!in.Varint(&value) || value > end - std::min(end, in.position())) return false;
-        if (IsTensorData(type, field)) {
-          std::string bytes;
-          bytes.reserve(value);
-          if (!in.Append(value, &bytes)) return false;  // The one copy of the data.
-          const uint64_t index = data->size();
-          data->push_back(std::move(bytes));
-          wire::AppendVarint(kPlaceholderBytes, out);
-          out->append(reinterpret_cast<const char*>(&index), kPlaceholderBytes);
-          break;
-        }
-        const Type child = FieldType(type, field);
-        if (child == Type::kOpaque) {
-          wire::AppendVarint(value, out);
-          if (!in.Append(value, out)) return false;
-          break;
-        }
-        std::string inner;
-        if (!Rewrite(in, in.position() + value, child, &inner, data, depth + 1)) return false;
-        wire::AppendVarint(inner.size(), out);
-        out->append(inner);
-        break;
-      }
-      default:
+    const Type child = FieldType(type, field);
+    if ((key & 7) != wire::detail::kLengthDelimited ||
+        (child == Type::kOpaque && !IsTensorData(type, field))) {
+      constexpr size_t kNoLimit = std::numeric_limits<size_t>::max() / 2;
+      if (wire::detail::CopyValue(in, key, out, kNoLimit) != wire::detail::Copied::kOk) {
         return false;
+      }
+      if (in.position() > end) return false;  // A field ran past its message.
+      continue;
     }
+    uint64_t length = 0;
+    if (!in.ReadLength(&length) || length > end - std::min(end, in.position())) return false;
+    if (IsTensorData(type, field)) {
+      std::string bytes;
+      bytes.reserve(length);
+      if (!in.Skip(length, &bytes, nullptr)) return false;  // The one copy of the data.
+      const uint64_t index = data->size();
+      data->push_back(std::move(bytes));
+      wire::AppendVarint(kPlaceholderBytes, out);
+      out->append(reinterpret_cast<const char*>(&index), kPlaceholderBytes);
+      continue;
+    }
+    std::string inner;
+    if (!Rewrite(in, in.position() + length, child, &inner, data, depth + 1)) return false;
+    wire::AppendVarint(inner.size(), out);
+    out->append(inner);
   }
   return in.position() == end;
 }
@@ -157,7 +95,7 @@ bool Parse(const grpc::ByteBuffer& bytes, Type type, google::protobuf::MessageLi
            std::vector<std::string>* data) {
   std::vector<grpc::Slice> slices;
   if (!bytes.Dump(&slices).ok()) return false;
-  Reader in(slices);
+  SliceReader in(slices);
   std::string head;
   return Rewrite(in, in.remaining(), type, &head, data, 0) && message->ParseFromString(head);
 }

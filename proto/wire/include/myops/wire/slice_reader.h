@@ -1,5 +1,6 @@
 // A reader of protobuf's wire format over gRPC slices, with protobuf's own rules for
-// tags, lengths and groups; private to myops_wire (tensor_wire.cc, call_wire.cc).
+// tags, lengths and groups: the one such reader, used by myops_wire (tensor_wire.cc,
+// call_wire.cc) and the C++ client's generic-call response decoder.
 #pragma once
 
 #include <algorithm>
