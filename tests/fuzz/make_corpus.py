@@ -3,7 +3,8 @@
 and near-valid messages, encoded by hand here (no protobuf or numpy needed). Rerun after
 changing it; the output is deterministic. Files are named after what they hold.
 
-The sliced targets (request, request_differential, response, health, call_request) read a split prefix
+The sliced targets (request, request_differential, response, health, call_request,
+call_response) read a split prefix
 first (see slices.h): one byte whose low 3 bits count the cuts, then one length per cut.
 Each message is written whole (prefix 0x00) and cut into a few slices; a few requests
 are padded to around the parser's head cap (bit 3 of the prefix, see slices.h).
@@ -127,6 +128,23 @@ def call_messages():
     yield "call_empty_value", ld(1, b"x::y") + ld(2, argument(b""))
 
 
+def call_response_messages():
+    t = tensor(1, [2, 2], F32)
+    timing = key(3, 0) + varint(1234) + ld(6, b"cpu")
+    yield "one_tensor", ld(1, ld(1, t)) + ld(2, timing) + key(3, 0) + b"\x05"
+    yield "tuple_and_list", (ld(1, ld(1, t)) + ld(1, ld(1, tensor(2, [], struct.pack("<d", 1.5)))) +
+                             ld(1, ld(8, ld(1, t) + ld(1, tensor(1, [0, 3], b"")))))
+    yield "scalars", (ld(1, key(2, 0) + varint(2**64 - 3)) + ld(1, key(3, 1) + struct.pack("<d", 2.5)) +
+                      ld(1, key(4, 0) + b"\x01") + ld(1, ld(5, b"text")) +
+                      ld(1, ld(6, ld(1, b"\x01\x7f"))) + ld(1, ld(7, ld(1, struct.pack("<d", -1.0)))) +
+                      ld(1, key(9, 0) + b"\x03") + ld(1, ld(10, b"")))
+    yield "merged_tensor", ld(1, ld(1, tensor(1, [1], F32[:4])) + ld(1, tensor(0, [1], F32[4:12])))
+    yield "stream_response", key(1, 0) + b"\x02" + ld(2, ld(1, ld(1, t)) + ld(2, timing))
+    yield "stream_error", key(1, 0) + b"\x03" + ld(3, key(1, 0) + b"\x03" + ld(2, b"bad"))
+    yield "short_data", ld(1, ld(1, tensor(1, [3], F32[:8])))
+    yield "no_kind", ld(1, b"")
+
+
 def splits(name, message):
     yield f"{name}", b"\x00" + message
     if len(message) > 4:
@@ -181,6 +199,7 @@ def main():
     write("health", [s for n, m in health_messages() for s in splits(n, m)])
     write("npy", npy_files())
     write("call_request", [s for n, m in call_messages() for s in splits(n, m)])
+    write("call_response", [s for n, m in call_response_messages() for s in splits(n, m)])
     return 0
 
 
