@@ -343,7 +343,7 @@ TEST_F(CallCodecTest, BadArgumentsAreRefusedNamingThem) {
   };
   TensorView null_data{DType::kFloat32, {2}, nullptr, 8};
   std::vector<Value> args = {x_.view(), null_data};
-  EXPECT_THAT(invalid({"op::x", args, {}, "", 0}), HasSubstr("argument 1: data is null"));
+  EXPECT_THAT(invalid({"op::x", args, {}, "", 0}), HasSubstr("argument 2: data is null"));
 
   TensorView wrong_size{DType::kFloat32, {3}, x_.data(), 8};
   std::vector<NamedArg> kwargs = {{"other", wrong_size}};
@@ -351,12 +351,12 @@ TEST_F(CallCodecTest, BadArgumentsAreRefusedNamingThem) {
 
   std::vector<Value> list = {
       std::vector<TensorView>{x_.view(), {DType::kFloat32, {-1}, nullptr, 0}}};
-  EXPECT_THAT(invalid({"op::x", list, {}, "", 0}), HasSubstr("argument 0, tensor 1"));
+  EXPECT_THAT(invalid({"op::x", list, {}, "", 0}), HasSubstr("argument 1, tensor 2"));
 
   std::vector<Value> unknown_dtype = {Value(static_cast<DType>(99))};
   EXPECT_THAT(invalid({"op::x", unknown_dtype, {}, "", 0}), HasSubstr("not a known DType"));
   std::vector<Value> unknown_tensor_dtype = {TensorView{static_cast<DType>(0), {}, nullptr, 0}};
-  EXPECT_THAT(invalid({"op::x", unknown_tensor_dtype, {}, "", 0}), HasSubstr("argument 0"));
+  EXPECT_THAT(invalid({"op::x", unknown_tensor_dtype, {}, "", 0}), HasSubstr("argument 1: "));
 
   EXPECT_THAT(invalid({"", {}, {}, "", 0}), HasSubstr("op is empty"));
   std::vector<NamedArg> empty_name = {{"", 1}};

@@ -112,7 +112,7 @@ TEST(ClientCallValidationTest, BadArgumentsNeverReachTheServer) {
   const TensorView null_data{DType::kFloat32, {4}, nullptr, 16};
   absl::StatusOr<CallResult> r = (*client)->Call("myops::scale_shift", {null_data, 2.0, 1.0});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("argument 0: data is null"));
+  EXPECT_THAT(r.status().message(), HasSubstr("argument 1: data is null"));
 
   std::thread::id called_on;
   absl::Status async_status;

@@ -196,10 +196,10 @@ void Writer::Value(const client::Value& value) {
   }
 }
 
-// "argument 2" or "argument \"beta\"".
+// "argument 2" (positions count from 1, as in PyTorch's messages) or "argument \"beta\"".
 std::string ArgumentName(size_t index, const NamedArg* named) {
   if (named != nullptr) return absl::StrCat("argument \"", named->name, "\"");
-  return absl::StrCat("argument ", index);
+  return absl::StrCat("argument ", index + 1);
 }
 
 absl::Status ValidateTensor(const TensorView& t, const std::string& what, int max_message_bytes) {
@@ -220,7 +220,7 @@ absl::Status ValidateValue(const Value& value, const std::string& what, int max_
       const std::vector<TensorView> tensors = value.tensor_list();
       for (size_t i = 0; i < tensors.size(); ++i) {
         absl::Status status =
-            ValidateTensor(tensors[i], absl::StrCat(what, ", tensor ", i), max_message_bytes);
+            ValidateTensor(tensors[i], absl::StrCat(what, ", tensor ", i + 1), max_message_bytes);
         if (!status.ok()) return status;
       }
       return absl::OkStatus();

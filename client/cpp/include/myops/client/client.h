@@ -92,10 +92,11 @@ class Client {
   // positional `args` followed by keyword `kwargs` (arguments left out take the schema's
   // defaults). Tensor data is copied once, into a pooled send buffer, and each output
   // tensor's data once, out of the received bytes. Borrowed tensors are only read during
-  // the call. Before sending, InvalidArgumentError names the argument when a tensor is
-  // not self-consistent (ValidateTensorView), a keyword is empty, `op` is empty, or the
-  // request exceeds ClientOptions::max_message_bytes; the server reports the rest (unknown
-  // op, wrong arity or kind, ...: INVALID_ARGUMENT naming the argument). Retried as
+  // the call. Before sending, InvalidArgumentError names the argument (by name, or by
+  // position counted from 1) when a tensor is not self-consistent (ValidateTensorView), a
+  // dtype is unknown, a keyword is empty or given twice, `op` is empty, or the request
+  // exceeds ClientOptions::max_message_bytes; the server reports the rest (unknown op,
+  // wrong arity or kind, ...: INVALID_ARGUMENT naming the argument). Retried as
   // ScaleShift is. InternalError when the server's response is malformed.
   absl::StatusOr<CallResult> Call(absl::string_view op, absl::Span<const Value> args,
                                   absl::Span<const NamedArg> kwargs = {},
