@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The real myops-server through myops-cli's ops and call commands and myops-loadtest's
 # --op mode: the listing shows myops::scale_shift, a call of it with a .npy tensor and a
-# keyword equals NumPy's alpha * x + beta, a bad argument exits 1 naming it, and a short
-# --op load (unary and stream) runs without errors.
-#   cli_call_e2e_test.sh MYOPS_SERVER MYOPS_CLI MYOPS_LOADTEST PYTHON
+# keyword equals NumPy's alpha * x + beta, a bad argument exits 1 naming it, a short --op
+# load (unary and stream) runs without errors; then, with the test operator library, an
+# int list in, an int64 tensor out as .npy, and a tuple and a str out.
+#   cli_call_e2e_test.sh MYOPS_SERVER MYOPS_CLI MYOPS_LOADTEST PYTHON TEST_OPS_LIBRARY
 set -euo pipefail
-server=$1 cli=$2 loadtest=$3 python=$4
+server=$1 cli=$2 loadtest=$3 python=$4 test_ops=$5
 source "$(dirname "$0")/../../scripts/servers.sh"
 work="$MYOPS_SERVERS_DIR"
 myops_start server "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0
@@ -56,4 +57,20 @@ assert p["op"] == "myops::scale_shift" and p["args"] == ["256:float32", "2.0", "
 assert p["requests_ok"] > 0 and p["errors"] == 0 and p["payload_bytes"] == 1024, p
 PY
 done
+
+myops_start ops "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 \
+  --load-library "$test_ops" --ops 'myops_test::*'
+"$cli" --target "$MYOPS_ADDR" call myops_test::filled [2,3] fill=-4 repeat=2 \
+  --out-prefix "$work/f" >"$work/out"
+grep -q "^output 0    int64 \[4, 3\] (96 bytes): \[-4, -4," "$work/out" || { cat "$work/out"; fail "filled"; }
+"$python" -c "
+import numpy as np
+f = np.load('$work/f0.npy')
+assert f.dtype == np.int64 and f.shape == (4, 3) and (f == -4).all(), f
+"
+"$cli" --target "$MYOPS_ADDR" call myops_test::minmax "$work/x.npy" >"$work/out"
+grep -q "^output 0    float32 \[\] (4 bytes): \[-3\]" "$work/out" &&
+  grep -q "^output 1    float32 \[\] (4 bytes): \[3\]" "$work/out" || { cat "$work/out"; fail "minmax"; }
+"$cli" --target "$MYOPS_ADDR" call myops_test::describe 2x3:float32 str:shape= upper=true >"$work/out"
+grep -q '^output 0    "SHAPE=2D"' "$work/out" || { cat "$work/out"; fail "describe"; }
 echo "myops-cli ops/call and myops-loadtest --op against myops-server: OK"

@@ -111,10 +111,30 @@ TEST_F(ClientCallOpsE2eTest, ScalarsListsStringsAndDTypes) {
             2.75);
   EXPECT_EQ(Call("myops_test::weighted_sum", {weights, Value()}).outputs[0].float_value(), 2.75);
 
+  // An integer ScalarType truncates.
+  EXPECT_EQ(Call("myops_test::weighted_sum", {weights, DType::kInt32}).outputs[0].float_value(),
+            2.0);
+
   CallResult r = Call("myops_test::describe", {x.view(), "t:"}, {{"upper", true}});
   EXPECT_EQ(r.outputs[0].string_value(), "T:1D");
   EXPECT_TRUE(Call("myops_test::all_positive", {Floats({2}, {1, 2})}).outputs[0].bool_value());
   EXPECT_FALSE(Call("myops_test::all_positive", {x.view()}).outputs[0].bool_value());
+}
+
+TEST_F(ClientCallOpsE2eTest, IntListsAndIntegerResultTensors) {
+  CallResult r = Call("myops_test::filled", {Value::IntList({2, 3})}, {{"repeat", 2}});
+  ASSERT_EQ(r.outputs.size(), 1u);
+  const TensorView t = r.outputs[0].tensor();
+  EXPECT_EQ(t.dtype, DType::kInt64);
+  EXPECT_EQ(t.shape, (std::vector<int64_t>{4, 3}));
+  std::vector<int64_t> values(12);
+  ASSERT_EQ(t.size_bytes, sizeof(int64_t) * values.size());
+  std::memcpy(values.data(), t.data, t.size_bytes);
+  EXPECT_EQ(values, std::vector<int64_t>(12, 7));  // fill defaults to 7
+  r = Call("myops_test::filled", {Value::IntList({1, 2}), -3});
+  std::memcpy(values.data(), r.outputs[0].tensor().data, 2 * sizeof(int64_t));
+  EXPECT_EQ(values[0], -3);
+  EXPECT_EQ(values[1], -3);
 }
 
 TEST_F(ClientCallOpsE2eTest, OptionalReturnsAndResultsThatAreTheInput) {
