@@ -65,6 +65,10 @@ TEST(CallArgsTest, RandomTensorsAreSeededAndShaped) {
             ParseValue("4:float64", 3)->TakeTensor().bytes());
   EXPECT_TRUE(Parse(":float64").tensor().shape.empty());
   EXPECT_EQ(Parse("0x5:float16").tensor().size_bytes, 0u);
+  const Value ints = Parse("3x2:int64");
+  EXPECT_EQ(ints.tensor().dtype, DType::kInt64);
+  EXPECT_EQ(ints.tensor().size_bytes, 48u);
+  EXPECT_EQ(Parse("dtype:bool").scalar_type(), DType::kBool);
   Value list = Parse("[2:float32,3:bfloat16]");
   ASSERT_EQ(list.kind(), Value::Kind::kTensorList);
   ASSERT_EQ(list.tensor_list().size(), 2u);
