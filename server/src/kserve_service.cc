@@ -1,0 +1,155 @@
+// The Open Inference Protocol front end's RPCs (see kserve_service.h).
+#include "kserve_service.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kserve_codec.h"
+#include "myops/version.h"
+
+namespace myops::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A ModelInfer's state: the pipeline's, the parsed request its views point into, and the
+// outputs the response holds.
+struct KServeCallState : CallState {
+  inference::ModelInferRequest request;
+  int model = -1;  // index of the op in the registry
+  std::vector<int> selected;
+};
+
+// Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
+// call. Deletes itself in OnDone.
+class InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  KServeCallState state;
+  void OnDone() override { delete this; }
+};
+
+// Finishes a small unary RPC now with `status`.
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+KServeService::KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth)
+    : pipeline_(pipeline), executor_(executor), auth_(std::move(auth)) {}
+
+grpc::ServerUnaryReactor* KServeService::ServerLive(grpc::CallbackServerContext* context,
+                                                    const inference::ServerLiveRequest*,
+                                                    inference::ServerLiveResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_live(true);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ServerReady(grpc::CallbackServerContext* context,
+                                                     const inference::ServerReadyRequest*,
+                                                     inference::ServerReadyResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_ready(ready());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelReady(grpc::CallbackServerContext* context,
+                                                    const inference::ModelReadyRequest* request,
+                                                    inference::ModelReadyResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  // An unknown model is not ready (as Triton answers), not an error.
+  response->set_ready(
+      ready() &&
+      kserve::FindModel(*executor_->info().registry, request->name(), request->version()).ok());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_name("myops");
+  response->set_version(MYOPS_VERSION_STRING);
+  // Extensions: none of the protocol's optional extensions is implemented yet.
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelMetadata(
+    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = *executor_->info().registry;
+  auto index = kserve::FindModel(registry, request->name(), request->version());
+  if (!index.ok()) return Done(context, index.status());
+  kserve::DescribeModel(registry.ops()[static_cast<size_t>(*index)], response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
+  const auto received = Clock::now();
+  auto* reactor = new InferReactor();
+  KServeCallState& state = reactor->state;
+  const OpRegistry& registry = *executor_->info().registry;
+  // The budget first, then the parse (which allocates as much as was received again).
+  absl::Status parsed =
+      pipeline_->ReserveCallRequest(static_cast<int64_t>(request->Length()), &state);
+  if (parsed.ok()) parsed = kserve::ParseInferRequest(*request, &state.request);
+  if (parsed.ok()) {
+    auto index =
+        kserve::FindModel(registry, state.request.model_name(), state.request.model_version());
+    if (index.ok()) {
+      state.model = *index;
+    } else {
+      parsed = index.status();
+    }
+  }
+  if (parsed.ok()) {
+    const OpInfo& op = registry.ops()[static_cast<size_t>(state.model)];
+    auto args = kserve::DecodeInferInputs(op, state.request, pipeline_->limits().tensor);
+    auto selected = kserve::SelectOutputs(op, state.request);
+    if (!args.ok()) {
+      parsed = args.status();
+    } else if (!selected.ok()) {
+      parsed = selected.status();
+    } else {
+      state.args = std::move(*args);
+      state.selected = std::move(*selected);
+      state.op = op.QualifiedName();
+    }
+  }
+  if (!parsed.ok()) {
+    pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, parsed, {}, 0);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  pipeline_->ProcessCall(
+      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
+      [this, reactor, response, &registry](absl::Status status, const myops::v1::Timing& timing) {
+        KServeCallState& state = reactor->state;
+        if (status.ok()) {
+          auto encoded =
+              kserve::EncodeInferResponse(registry.ops()[static_cast<size_t>(state.model)],
+                                          state.request, state.call, state.selected);
+          if (encoded.ok()) {
+            *response = std::move(*encoded);
+          } else {
+            status = encoded.status();
+          }
+        }
+        pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, status, timing,
+                                    static_cast<uint64_t>(state.call.input_bytes));
+        reactor->Finish(ToGrpcStatus(status));
+      });
+  return reactor;
+}
+
+}  // namespace myops::server
