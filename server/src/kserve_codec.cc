@@ -32,9 +32,9 @@ struct Datatype {
 };
 
 const Datatype kDatatypes[] = {
-    {"BOOL", 1, Family::kBool, std::nullopt},     {"UINT8", 1, Family::kUnsigned, std::nullopt},
-    {"INT8", 1, Family::kSigned, std::nullopt},   {"INT16", 2, Family::kSigned, std::nullopt},
-    {"INT32", 4, Family::kSigned, std::nullopt},  {"INT64", 8, Family::kSigned, std::nullopt},
+    {"BOOL", 1, Family::kBool, DType::kBool},     {"UINT8", 1, Family::kUnsigned, DType::kUInt8},
+    {"INT8", 1, Family::kSigned, DType::kInt8},   {"INT16", 2, Family::kSigned, DType::kInt16},
+    {"INT32", 4, Family::kSigned, DType::kInt32}, {"INT64", 8, Family::kSigned, DType::kInt64},
     {"FP16", 2, Family::kHalf, DType::kFloat16},  {"FP32", 4, Family::kFloat, DType::kFloat32},
     {"FP64", 8, Family::kFloat, DType::kFloat64}, {"BF16", 2, Family::kHalf, DType::kBFloat16},
 };
@@ -244,11 +244,12 @@ bool IsInteger(const Datatype& t) {
   return t.family == Family::kSigned || t.family == Family::kUnsigned;
 }
 
-// Input `e` as the value of argument `arg`; INVALID_ARGUMENT naming `field` when its
+// Input `e` as the value of argument `arg` (tensors that need narrowing are copied into
+// `scratch`); INVALID_ARGUMENT naming `field` when its
 // datatype or element count does not fit the argument.
 absl::StatusOr<Value> ToValue(const ArgInfo& arg, const Elems& e,
                               const google::protobuf::RepeatedField<int64_t>& shape,
-                              const std::string& field) {
+                              const std::string& field, Scratch* scratch) {
   Value v;
   const Datatype& t = *e.type;
   auto wrong = [&](const std::string& accepted) {
@@ -276,6 +277,14 @@ absl::StatusOr<Value> ToValue(const ArgInfo& arg, const Elems& e,
       v.tensor.shape.assign(shape.begin(), shape.end());
       v.tensor.data = e.data;
       v.tensor.bytes = e.count * t.size;
+      if (e.stride != t.size) {  // INT8, INT16, UINT8 in 32-bit typed contents: narrowed
+        auto& buffer = scratch->emplace_back(new char[static_cast<size_t>(v.tensor.bytes)]);
+        for (int64_t k = 0; k < e.count; ++k) {
+          const int64_t value = IntAt(e, k);
+          std::memcpy(buffer.get() + k * t.size, &value, static_cast<size_t>(t.size));  // LE
+        }
+        v.tensor.data = buffer.get();
+      }
       return v;
     }
     case ArgKind::kInt:
@@ -359,14 +368,13 @@ absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const inference::InferP
     case P::kStringParam:
       if (arg.kind == ArgKind::kScalarType) {
         const std::string& name = p.string_param();
-        std::optional<DType> dtype;
-        for (DType d : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
-          if (name == DTypeName(d) || name == DatatypeOf(d)->name) dtype = d;
-        }
+        std::optional<DType> dtype = DTypeFromName(name);
+        if (const Datatype* d = FindDatatype(name); d != nullptr && !dtype) dtype = d->tensor;
         if (!dtype) {
           return absl::InvalidArgumentError(
               absl::StrCat("parameter '", arg.name, "' of model ", model, " is '", name,
-                           "'; expected a dtype name (float32, float64, float16, bfloat16)"));
+                           "'; expected a dtype name (", DTypeNameList(), ") or datatype (",
+                           DatatypeNames(true), ")"));
         }
         v.kind = K::kScalarType, v.scalar_type = *dtype;
       } else {
@@ -482,7 +490,8 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
 
 absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(const OpInfo& op,
                                                           const ModelInferRequest& request,
-                                                          const TensorLimits& limits) {
+                                                          const TensorLimits& limits,
+                                                          Scratch* scratch) {
   const std::string model = op.QualifiedName();
   std::vector<NamedValue> out;
   for (int i = 0; i < request.inputs_size(); ++i) {
@@ -494,7 +503,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(const OpInfo& op,
     v.name = in.name();
     const ArgInfo* arg = FindArg(op, in.name());
     if (arg == nullptr) continue;  // kNone: BindArguments names the unknown argument
-    auto value = ToValue(*arg, *elems, in.shape(), field);
+    auto value = ToValue(*arg, *elems, in.shape(), field, scratch);
     if (!value.ok()) return value.status();
     v.value = std::move(*value);
   }
@@ -535,10 +544,10 @@ absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op, const ModelInfe
   for (int r : selected) {
     const ArgKind kind = op.returns[static_cast<size_t>(r)].kind;
     if (kind == ArgKind::kTensorList || op.returns[static_cast<size_t>(r)].optional) {
-      return absl::UnimplementedError(absl::StrCat(
-          "output '", names[static_cast<size_t>(r)], "' of model ", op.QualifiedName(), " is ",
-          op.returns[static_cast<size_t>(r)].type,
-          ", which this protocol front end does not carry yet (myops.v1 Call does)"));
+      return absl::UnimplementedError(
+          absl::StrCat("output '", names[static_cast<size_t>(r)], "' of model ", op.QualifiedName(),
+                       " is ", op.returns[static_cast<size_t>(r)].type,
+                       ", which this protocol front end does not carry yet (myops.v1 Call does)"));
     }
   }
   return selected;

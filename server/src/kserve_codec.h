@@ -18,12 +18,13 @@
 //  - outputs: one per schema return, named after the return where the schema names it,
 //    else "output__<i>". Non-tensor returns become 1-element (list: 1-D) tensors: int
 //    INT64, float FP64, bool BOOL, str BYTES (4-byte length + bytes).
-//  - datatypes: the protocol's strings, FP32 FP64 FP16 BF16 for tensors (the dtypes the
-//    pipeline carries), and BOOL UINT8 INT8 INT16 INT32 INT64 FP32 FP64 for scalars and
-//    lists.
+//  - datatypes: the protocol's BOOL UINT8 INT8 INT16 INT32 INT64 FP16 FP32 FP64 BF16 (the
+//    dtypes of myops/common/dtype.h) for tensors; BOOL, the integers, FP32 and FP64 for
+//    scalars and lists.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,11 +59,14 @@ void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out);
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
 
 // The request's inputs and parameters as named arguments of `op`: tensors are views
-// into `request`, which must outlive them. INVALID_ARGUMENT naming the input for an
-// unknown datatype, one the argument cannot take, contents that do not match the shape,
-// both raw and typed contents, or a tensor over `limits`.
+// into `request`, which must outlive them (or, for INT8, INT16 and UINT8 tensors in
+// 32-bit typed contents, into narrowed copies appended to `scratch`). INVALID_ARGUMENT naming the
+// input for an unknown datatype, one the argument cannot take, contents that do not match the
+// shape, both raw and typed contents, or a tensor over `limits`.
+using Scratch = std::vector<std::unique_ptr<char[]>>;
 absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
-    const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits);
+    const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
+    Scratch* scratch);
 
 // Which results, in which order, the response holds: indices into the op's returns,
 // by the request's `outputs` (all, in schema order, when it names none). INVALID_ARGUMENT

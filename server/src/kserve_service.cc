@@ -19,6 +19,7 @@ struct KServeCallState : CallState {
   inference::ModelInferRequest request;
   int model = -1;  // index of the op in the registry
   std::vector<int> selected;
+  kserve::Scratch scratch;  // narrowed input tensors the views point into
 };
 
 // Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
@@ -114,7 +115,8 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   }
   if (parsed.ok()) {
     const OpInfo& op = registry.ops()[static_cast<size_t>(state.model)];
-    auto args = kserve::DecodeInferInputs(op, state.request, pipeline_->limits().tensor);
+    auto args =
+        kserve::DecodeInferInputs(op, state.request, pipeline_->limits().tensor, &state.scratch);
     auto selected = kserve::SelectOutputs(op, state.request);
     if (!args.ok()) {
       parsed = args.status();

@@ -188,7 +188,7 @@ def test_error_wrong_datatype(client):
     e = error(lambda: client.infer(SCALE_SHIFT, [x, tensor("alpha", np.ones(3), "FP64")],
                                    parameters={"beta": 1.0}))
     assert "has 3 elements (shape [3]); argument 'alpha' (float) takes one" in e.message()
-    # A datatype the protocol does not define.
+    # A datatype the protocol does not define (or myops does not carry).
     bad = grpcclient.InferInput("x", [2], "FP8")
     bad.set_data_from_numpy  # noqa: B018 -- raw bytes set by hand below
     bad._raw_content = np.ones(2, np.uint8).tobytes()
@@ -204,3 +204,44 @@ def test_error_wrong_datatype(client):
     # A parameter naming a tensor argument.
     e = error(lambda: client.infer(MINMAX, [], parameters={"x": 1.0}))
     assert "parameter 'x' of model myops_test::minmax is a tensor argument" in e.message()
+
+
+@pytest.mark.parametrize("datatype", ["BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64",
+                                      "FP16", "FP32", "FP64", "BF16"])
+def test_infer_every_datatype(client, datatype):
+    """minmax on a tensor of each datatype, raw contents in and out, against torch."""
+    import ml_dtypes
+    np_dtype = {"BOOL": np.bool_, "UINT8": np.uint8, "INT8": np.int8, "INT16": np.int16,
+                "INT32": np.int32, "INT64": np.int64, "FP16": np.float16, "FP32": np.float32,
+                "FP64": np.float64, "BF16": ml_dtypes.bfloat16}[datatype]
+    x = np.array([[3, 0, 7], [1, 5, 2]]).astype(np_dtype)
+    t = grpcclient.InferInput("x", list(x.shape), datatype)
+    if datatype == "BF16":  # tritonclient's numpy path has no bfloat16: raw bytes by hand
+        t._raw_content = x.tobytes()
+    else:
+        t.set_data_from_numpy(x)
+    response = client.infer(MINMAX, [t]).get_response()
+    assert [o.datatype for o in response.outputs] == [datatype, datatype]
+    assert [list(o.shape) for o in response.outputs] == [[], []]
+    as_torch = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16) \
+        if datatype == "BF16" else torch.from_numpy(x)
+    lo, hi = as_torch.min(), as_torch.max()  # what minmax computes, locally
+    for raw, want in zip(response.raw_output_contents, (lo, hi)):
+        got = np.frombuffer(raw, dtype=np_dtype)
+        assert got.shape == (1,)
+        assert got[0] == want.float().item() if datatype == "BF16" else got[0] == want.item()
+
+
+def test_infer_narrow_typed_contents(kserve_server):
+    """INT8 and UINT8 tensors in 32-bit typed contents (int_contents, uint_contents)."""
+    with grpc.insecure_channel(kserve_server.address) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        for datatype, field, values in (("INT8", "int_contents", [-7, 100, 3]),
+                                        ("UINT8", "uint_contents", [200, 1, 9])):
+            request = service_pb2.ModelInferRequest(model_name=MINMAX)
+            x = request.inputs.add(name="x", datatype=datatype, shape=[3])
+            getattr(x.contents, field).extend(values)
+            response = stub.ModelInfer(request, timeout=60)
+            dtype = np.int8 if datatype == "INT8" else np.uint8
+            got = [np.frombuffer(r, dtype=dtype)[0] for r in response.raw_output_contents]
+            assert got == [min(values), max(values)]
