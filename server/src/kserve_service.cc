@@ -7,6 +7,7 @@
 
 #include "kserve_codec.h"
 #include "myops/version.h"
+#include "myops/wire/call_wire.h"
 
 namespace myops::server {
 namespace {
@@ -100,9 +101,15 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   auto* reactor = new InferReactor();
   KServeCallState& state = reactor->state;
   const OpRegistry& registry = *executor_->info().registry;
-  // The budget first, then the parse (which allocates as much as was received again).
-  absl::Status parsed =
-      pipeline_->ReserveCallRequest(static_cast<int64_t>(request->Length()), &state);
+  // The head bounded, the budget reserved, then the parse: it allocates as much as was
+  // received again, and up to 8 times the packed typed contents (varints into int64).
+  auto typed = wire::CheckInferRequestHead(*request);
+  absl::Status parsed = typed.status();
+  if (parsed.ok()) {
+    const auto received_bytes = static_cast<int64_t>(request->Length());
+    parsed = pipeline_->ReserveCallRequest(
+        received_bytes + static_cast<int64_t>((7 * *typed + 1) / 2), &state);
+  }
   if (parsed.ok()) parsed = kserve::ParseInferRequest(*request, &state.request);
   if (parsed.ok()) {
     auto index =

@@ -245,3 +245,31 @@ def test_infer_narrow_typed_contents(kserve_server):
             dtype = np.int8 if datatype == "INT8" else np.uint8
             got = [np.frombuffer(r, dtype=dtype)[0] for r in response.raw_output_contents]
             assert got == [min(values), max(values)]
+
+
+def test_request_head_is_bounded(kserve_server, client):
+    """Fields other than tensor contents are bounded (64 KiB) before protobuf parses them:
+    100k empty inputs (2 bytes each on the wire, far more once parsed) are refused, while
+    large raw and typed contents are not part of the head."""
+    crafted = b"\x0a\x12" + SCALE_SHIFT.encode() + b"\x2a\x00" * 100_000
+    with grpc.insecure_channel(kserve_server.address) as channel:
+        infer = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        with pytest.raises(grpc.RpcError) as raised:
+            infer(crafted, timeout=60)
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "fields other than tensor contents take more than 65536 bytes" \
+            in raised.value.details()
+        request = service_pb2.ModelInferRequest(model_name=SCALE_SHIFT)
+        x = request.inputs.add(name="x", datatype="FP32", shape=[100_000])
+        x.contents.fp32_contents.extend(np.arange(100_000, dtype=np.float32))
+        request.parameters["alpha"].double_param = 1.0
+        request.parameters["beta"].double_param = 1.0
+        response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request,
+                                                                                 timeout=60)
+        np.testing.assert_array_equal(
+            np.frombuffer(response.raw_output_contents[0], np.float32),
+            np.arange(100_000, dtype=np.float32) + 1)
+    big = np.full(1 << 20, 2.0, dtype=np.float32)  # 4 MiB of raw contents
+    out = client.infer(SCALE_SHIFT, [tensor("x", big, "FP32")],
+                       parameters={"alpha": 0.5, "beta": 0.0})
+    np.testing.assert_array_equal(out.as_numpy("output__0"), np.ones(1 << 20, np.float32))
