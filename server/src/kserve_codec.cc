@@ -478,6 +478,35 @@ void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out) {
   }
 }
 
+void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
+  inference::ModelMetadataResponse meta;
+  DescribeModel(op, &meta);
+  out->set_name(meta.name());
+  out->set_platform(meta.platform());
+  out->set_backend("pytorch");
+  out->set_max_batch_size(0);
+  auto data_type = [](const std::string& datatype) {
+    inference::DataType type = inference::TYPE_INVALID;
+    inference::DataType_Parse(datatype == "BYTES" ? "TYPE_STRING" : "TYPE_" + datatype, &type);
+    return type;
+  };
+  for (const auto& in : meta.inputs()) {
+    auto* t = out->add_input();
+    t->set_name(in.name());
+    t->set_data_type(data_type(in.datatype()));
+    t->mutable_dims()->CopyFrom(in.shape());
+    for (const ArgInfo& a : op.args) {
+      if (a.name == in.name()) t->set_optional(a.has_default || a.optional);
+    }
+  }
+  for (const auto& o : meta.outputs()) {
+    auto* t = out->add_output();
+    t->set_name(o.name());
+    t->set_data_type(data_type(o.datatype()));
+    t->mutable_dims()->CopyFrom(o.shape());
+  }
+}
+
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out) {
   grpc::ByteBuffer copy = bytes;  // shares the slices; the reader consumes its own
   grpc::ProtoBufferReader reader(&copy);

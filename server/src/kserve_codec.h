@@ -55,6 +55,10 @@ std::vector<std::string> OutputNames(const OpInfo& op);
 // scalars: shape [1]; lists: shape [-1]), outputs its returns.
 void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out);
 
+// ModelConfig of `op` (Triton's extension): the same inputs and outputs as DescribeModel,
+// max_batch_size 0, no batching sections.
+void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out);
+
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
 

@@ -76,7 +76,9 @@ grpc::ServerUnaryReactor* KServeService::ServerMetadata(
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
   response->set_name("myops");
   response->set_version(MYOPS_VERSION_STRING);
-  // Extensions: none of the protocol's optional extensions is implemented yet.
+  // The extensions implemented: ModelConfig, and request parameters (arguments).
+  response->add_extensions("model_configuration");
+  response->add_extensions("parameters");
   return Done(context, absl::OkStatus());
 }
 
@@ -88,6 +90,18 @@ grpc::ServerUnaryReactor* KServeService::ModelMetadata(
   auto index = kserve::FindModel(registry, request->name(), request->version());
   if (!index.ok()) return Done(context, index.status());
   kserve::DescribeModel(registry.ops()[static_cast<size_t>(*index)], response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelConfig(grpc::CallbackServerContext* context,
+                                                     const inference::ModelConfigRequest* request,
+                                                     inference::ModelConfigResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = *executor_->info().registry;
+  auto index = kserve::FindModel(registry, request->name(), request->version());
+  if (!index.ok()) return Done(context, index.status());
+  kserve::DescribeModelConfig(registry.ops()[static_cast<size_t>(*index)],
+                              response->mutable_config());
   return Done(context, absl::OkStatus());
 }
 

@@ -21,13 +21,14 @@ namespace myops::server {
 // the response from their own memory. Every RPC checks `auth` (the same token as
 // myops.v1).
 class KServeService final
-    : public inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
-          inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
-              inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
-                  inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
-                      inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
-                          inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
-                              inference::GRPCInferenceService::Service>>>>>> {
+    : public inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
+          inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
+              inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
+                  inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
+                      inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
+                          inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
+                              inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+                                  inference::GRPCInferenceService::Service>>>>>>> {
  public:
   KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth);
 
@@ -49,6 +50,9 @@ class KServeService final
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
+                                        const inference::ModelConfigRequest* request,
+                                        inference::ModelConfigResponse* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;

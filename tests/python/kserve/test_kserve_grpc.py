@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import tritonclient.grpc as grpcclient
-from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.grpc import model_config_pb2, service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
 SCALE_SHIFT = "myops::scale_shift"
@@ -49,7 +49,7 @@ def test_server_metadata(client):
     meta = client.get_server_metadata()
     assert meta.name == "myops"
     assert meta.version  # the server's version string
-    assert list(meta.extensions) == []
+    assert sorted(meta.extensions) == ["model_configuration", "parameters"]
 
 
 def test_model_metadata_scale_shift(client):
@@ -60,6 +60,20 @@ def test_model_metadata_scale_shift(client):
     assert inputs == [("x", "FP32", [-1]), ("alpha", "FP64", [1]), ("beta", "FP64", [1])]
     outputs = [(t.name, t.datatype, list(t.shape)) for t in meta.outputs]
     assert outputs == [("output__0", "FP32", [-1])]
+
+
+def test_model_config(client):
+    config = client.get_model_config("myops_test::add3").config
+    assert config.name == "myops_test::add3" and config.max_batch_size == 0
+    assert config.platform == "pytorch_libtorch" and config.backend == "pytorch"
+    inputs = [(i.name, model_config_pb2.DataType.Name(i.data_type), list(i.dims), i.optional)
+              for i in config.input]
+    assert inputs == [("a", "TYPE_FP32", [-1], False), ("b", "TYPE_FP32", [-1], False),
+                      ("c", "TYPE_FP32", [-1], True), ("alpha", "TYPE_FP64", [1], True)]
+    assert [(o.name, list(o.dims)) for o in config.output] == [("output__0", [-1])]
+    assert not config.HasField("dynamic_batching")
+    e = error(lambda: client.get_model_config("myops::nope"))
+    assert e.status() == "StatusCode.NOT_FOUND"
 
 
 def test_model_metadata_named_returns(client):
