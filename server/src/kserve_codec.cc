@@ -582,10 +582,12 @@ absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op, const ModelInfe
   return selected;
 }
 
-absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
-                                                     const ModelInferRequest& request,
-                                                     const OpCall& call,
-                                                     const std::vector<int>& selected) {
+namespace {
+
+absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
+                                                        const ModelInferRequest& request,
+                                                        const OpCall& call,
+                                                        const std::vector<int>& selected) {
   const std::vector<std::string> names = OutputNames(op);
   // The owner (in call.keep_alive) of each result's tensor memory.
   std::vector<size_t> owner_of(call.results.size(), 0);
@@ -661,7 +663,42 @@ absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
   for (const grpc::Slice& s : contents) {
     writer.AppendData(ModelInferResponse::kRawOutputContentsFieldNumber, s);
   }
-  return writer.Finish();
+  return writer;
+}
+
+}  // namespace
+
+absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
+                                                     const ModelInferRequest& request,
+                                                     const OpCall& call,
+                                                     const std::vector<int>& selected) {
+  auto writer = InferResponseWriter(op, request, call, selected);
+  if (!writer.ok()) return writer.status();
+  return writer->Finish();
+}
+
+absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(const OpInfo& op,
+                                                           const ModelInferRequest& request,
+                                                           const OpCall& call,
+                                                           const std::vector<int>& selected) {
+  auto writer = InferResponseWriter(op, request, call, selected);
+  if (!writer.ok()) return writer.status();
+  wire::MessageWriter out;
+  out.AppendMessage(inference::ModelStreamInferResponse::kInferResponseFieldNumber,
+                    std::move(*writer));
+  return out.Finish();
+}
+
+grpc::ByteBuffer EncodeStreamInferError(const ModelInferRequest& request,
+                                        const absl::Status& status) {
+  inference::ModelStreamInferResponse response;
+  response.set_error_message(status.ToString());
+  response.mutable_infer_response()->set_model_name(request.model_name());
+  response.mutable_infer_response()->set_model_version(kModelVersion);
+  response.mutable_infer_response()->set_id(request.id());
+  const std::string bytes = response.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
 }
 
 }  // namespace myops::server::kserve

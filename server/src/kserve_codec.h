@@ -88,4 +88,15 @@ absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
                                                      const OpCall& call,
                                                      const std::vector<int>& selected);
 
+// ModelStreamInferResponse{infer_response: EncodeInferResponse(...)}, tensors again
+// sent from their own memory.
+absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(
+    const OpInfo& op, const inference::ModelInferRequest& request, const OpCall& call,
+    const std::vector<int>& selected);
+
+// ModelStreamInferResponse{error_message: "CODE: message", infer_response: {model_name,
+// model_version, id}} for a failed stream request.
+grpc::ByteBuffer EncodeStreamInferError(const inference::ModelInferRequest& request,
+                                        const absl::Status& status);
+
 }  // namespace myops::server::kserve

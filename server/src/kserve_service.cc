@@ -8,6 +8,7 @@
 #include "kserve_codec.h"
 #include "myops/version.h"
 #include "myops/wire/call_wire.h"
+#include "stream_reactor.h"
 
 namespace myops::server {
 namespace {
@@ -18,7 +19,7 @@ using Clock = std::chrono::steady_clock;
 // outputs the response holds.
 struct KServeCallState : CallState {
   inference::ModelInferRequest request;
-  int model = -1;  // index of the op in the registry
+  const OpInfo* op_info = nullptr;  // the model's op, in the registry
   std::vector<int> selected;
   kserve::Scratch scratch;  // narrowed input tensors the views point into
 };
@@ -29,6 +30,64 @@ class InferReactor final : public grpc::ServerUnaryReactor {
  public:
   KServeCallState state;
   void OnDone() override { delete this; }
+};
+
+// Bounds the request's head, reserves the budget, then parses it (protobuf allocates as
+// much as was received again, and up to 8 times the packed typed contents) and decodes
+// its inputs and parameters into `state`.
+absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, KServeCallState* state) {
+  auto typed = wire::CheckInferRequestHead(bytes);
+  if (!typed.ok()) return typed.status();
+  const auto received = static_cast<int64_t>(bytes.Length());
+  if (absl::Status reserved = pipeline->ReserveCallRequest(
+          received + static_cast<int64_t>((7 * *typed + 1) / 2), state);
+      !reserved.ok()) {
+    return reserved;
+  }
+  if (absl::Status parsed = kserve::ParseInferRequest(bytes, &state->request); !parsed.ok()) {
+    return parsed;
+  }
+  const OpRegistry& registry = *pipeline->executor().info().registry;
+  auto index =
+      kserve::FindModel(registry, state->request.model_name(), state->request.model_version());
+  if (!index.ok()) return index.status();
+  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  state->op_info = &op;
+  auto args =
+      kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, &state->scratch);
+  if (!args.ok()) return args.status();
+  auto selected = kserve::SelectOutputs(op, state->request);
+  if (!selected.ok()) return selected.status();
+  state->args = std::move(*args);
+  state->selected = std::move(*selected);
+  state->op = op.QualifiedName();
+  return absl::OkStatus();
+}
+
+// ModelStreamInfer's steps for StreamReactor: errors travel in the stream as
+// error_message (with the request's id), and the stream goes on.
+struct StreamInferKind {
+  using State = KServeCallState;
+  static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kModelStreamInfer;
+  static absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, State* state) {
+    return server::Parse(pipeline, bytes, state);
+  }
+  template <typename Done>
+  static void Process(MyopsService* pipeline, State* state, Clock::time_point received,
+                      std::chrono::system_clock::time_point deadline,
+                      std::function<bool()> is_cancelled, Done done) {
+    pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
+  }
+  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const myops::v1::Timing&) {
+    return kserve::EncodeStreamInferResponse(*state.op_info, state.request, state.call,
+                                             state.selected);
+  }
+  static grpc::ByteBuffer EncodeError(const State& state, const absl::Status& status) {
+    return kserve::EncodeStreamInferError(state.request, status);
+  }
+  static uint64_t InputBytes(const State& state) {
+    return static_cast<uint64_t>(state.call.input_bytes);
+  }
 };
 
 // Finishes a small unary RPC now with `status`.
@@ -114,54 +173,18 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   const auto received = Clock::now();
   auto* reactor = new InferReactor();
   KServeCallState& state = reactor->state;
-  const OpRegistry& registry = *executor_->info().registry;
-  // The head bounded, the budget reserved, then the parse: it allocates as much as was
-  // received again, and up to 8 times the packed typed contents (varints into int64).
-  auto typed = wire::CheckInferRequestHead(*request);
-  absl::Status parsed = typed.status();
-  if (parsed.ok()) {
-    const auto received_bytes = static_cast<int64_t>(request->Length());
-    parsed = pipeline_->ReserveCallRequest(
-        received_bytes + static_cast<int64_t>((7 * *typed + 1) / 2), &state);
-  }
-  if (parsed.ok()) parsed = kserve::ParseInferRequest(*request, &state.request);
-  if (parsed.ok()) {
-    auto index =
-        kserve::FindModel(registry, state.request.model_name(), state.request.model_version());
-    if (index.ok()) {
-      state.model = *index;
-    } else {
-      parsed = index.status();
-    }
-  }
-  if (parsed.ok()) {
-    const OpInfo& op = registry.ops()[static_cast<size_t>(state.model)];
-    auto args =
-        kserve::DecodeInferInputs(op, state.request, pipeline_->limits().tensor, &state.scratch);
-    auto selected = kserve::SelectOutputs(op, state.request);
-    if (!args.ok()) {
-      parsed = args.status();
-    } else if (!selected.ok()) {
-      parsed = selected.status();
-    } else {
-      state.args = std::move(*args);
-      state.selected = std::move(*selected);
-      state.op = op.QualifiedName();
-    }
-  }
-  if (!parsed.ok()) {
+  if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
     pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
   pipeline_->ProcessCall(
       &state, received, context->deadline(), [context] { return context->IsCancelled(); },
-      [this, reactor, response, &registry](absl::Status status, const myops::v1::Timing& timing) {
+      [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
         KServeCallState& state = reactor->state;
         if (status.ok()) {
-          auto encoded =
-              kserve::EncodeInferResponse(registry.ops()[static_cast<size_t>(state.model)],
-                                          state.request, state.call, state.selected);
+          auto encoded = kserve::EncodeInferResponse(*state.op_info, state.request, state.call,
+                                                     state.selected);
           if (encoded.ok()) {
             *response = std::move(*encoded);
           } else {
@@ -173,6 +196,14 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
         reactor->Finish(ToGrpcStatus(status));
       });
   return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KServeService::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  }
+  return new StreamReactor<StreamInferKind>(pipeline_, context, pipeline_->TryOpenStream());
 }
 
 }  // namespace myops::server

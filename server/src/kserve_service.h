@@ -17,18 +17,21 @@
 namespace myops::server {
 
 // Thread-safe; borrows `pipeline` (and its executor), which must outlive the gRPC server
-// using this service. ModelInfer is a raw method so that result tensors are written into
+// using this service. ModelInfer and ModelStreamInfer (Triton's extension: pipelined
+// requests, errors as error_message while the stream goes on; open streams count against
+// --max-streams) are raw methods so that result tensors are written into
 // the response from their own memory. Every RPC checks `auth` (the same token as
 // myops.v1).
 class KServeService final
-    : public inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
-          inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
-              inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
-                  inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
-                      inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
-                          inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
-                              inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
-                                  inference::GRPCInferenceService::Service>>>>>>> {
+    : public inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
+          inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
+              inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
+                  inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
+                      inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
+                          inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
+                              inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
+                                  inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+                                      inference::GRPCInferenceService::Service>>>>>>>> {
  public:
   KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth);
 
@@ -56,6 +59,8 @@ class KServeService final
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
 
  private:
   bool ready() const { return !draining_.load(std::memory_order_acquire); }

@@ -43,8 +43,9 @@ class Metrics {
     kCall = 2,
     kCallStream = 3,
     kModelInfer = 4,  // inference.GRPCInferenceService (kserve_service.h)
+    kModelStreamInfer = 5,
   };
-  static constexpr int kRpcs = 5;
+  static constexpr int kRpcs = 6;
 
   Metrics();
   ~Metrics();

@@ -287,3 +287,40 @@ def test_request_head_is_bounded(kserve_server, client):
     out = client.infer(SCALE_SHIFT, [tensor("x", big, "FP32")],
                        parameters={"alpha": 0.5, "beta": 0.0})
     np.testing.assert_array_equal(out.as_numpy("output__0"), np.ones(1 << 20, np.float32))
+
+
+def test_stream_infer(kserve_server):
+    """ModelStreamInfer (start_stream / async_stream_infer): every request answered with
+    its id; a failed one as an error in the stream, which goes on."""
+    import queue
+    answers: queue.Queue = queue.Queue()
+    stream_client = grpcclient.InferenceServerClient(kserve_server.address)
+    stream_client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    xs = {}
+    try:
+        for i in range(8):
+            xs[f"r{i}"] = np.full(5, i, dtype=np.float32)
+            stream_client.async_stream_infer(SCALE_SHIFT, [tensor("x", xs[f"r{i}"], "FP32")],
+                                             request_id=f"r{i}",
+                                             parameters={"alpha": 2.0, "beta": 1.0})
+        stream_client.async_stream_infer(SCALE_SHIFT, [tensor("x", xs["r0"], "FP32")],
+                                         request_id="bad", parameters={"alpha": 2.0})
+        stream_client.async_stream_infer(MINMAX, [tensor("x", xs["r3"], "FP32")],
+                                         request_id="after")
+        got, errors = {}, []
+        for _ in range(10):
+            result, error = answers.get(timeout=120)
+            if error is not None:
+                errors.append(error)
+            else:
+                got[result.get_response().id] = result
+    finally:
+        stream_client.stop_stream()
+        stream_client.close()
+    assert len(errors) == 1
+    assert "INVALID_ARGUMENT: myops::scale_shift() is missing required argument 'beta'" \
+        in errors[0].message()
+    assert sorted(got) == sorted([*xs, "after"])
+    for rid, x in xs.items():
+        np.testing.assert_array_equal(got[rid].as_numpy("output__0"), x * 2 + 1)
+    assert got["after"].as_numpy("max") == np.float32(3)
