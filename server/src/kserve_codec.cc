@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -146,6 +147,12 @@ absl::StatusOr<Elems> InputData(const ModelInferRequest& request, int i, const s
           absl::StrCat(field, " has ", raw.size(), " bytes of raw contents but shape ",
                        ShapeString(in.shape()), " of ", e.type->name, " needs exactly ",
                        e.count * e.type->size, " (", e.count, " x ", e.type->size, ")"));
+    }
+    // A C++ bool holds 0 or 1; any other byte makes reading it undefined behaviour.
+    if (e.type->family == Family::kBool &&
+        raw.find_first_not_of(std::string_view("\0\1", 2)) != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " is BOOL with a byte other than 0 or 1 in its raw contents"));
     }
     e.data = raw.data();
     e.stride = e.type->size;

@@ -215,6 +215,12 @@ def test_error_wrong_datatype(client):
     short._raw_content = np.ones(3, np.float32).tobytes()
     e = error(lambda: client.infer(SCALE_SHIFT, [short], parameters={"alpha": 1.0, "beta": 1.0}))
     assert "has 12 bytes of raw contents but shape [4] of FP32 needs exactly 16" in e.message()
+    # A BOOL tensor whose bytes are not 0 or 1.
+    flags = grpcclient.InferInput("x", [3], "BOOL")
+    flags._raw_content = bytes([0, 1, 2])
+    e = error(lambda: client.infer(MINMAX, [flags]))
+    assert "input 'x' of model myops_test::minmax is BOOL with a byte other than 0 or 1" \
+        in e.message()
     # A parameter naming a tensor argument.
     e = error(lambda: client.infer(MINMAX, [], parameters={"x": 1.0}))
     assert "parameter 'x' of model myops_test::minmax is a tensor argument" in e.message()
