@@ -8,8 +8,21 @@ namespace myops::wire {
 namespace {
 using namespace detail;  // NOLINT: the reader's helpers
 
-// The messages CheckCallRequestHead descends into; kData marks Tensor.data.
-enum class Level { kCallRequest, kArgument, kValue, kTensorList, kTensor, kData, kOther };
+// The messages the head checks descend into; kData marks tensor data (Tensor.data,
+// ModelInferRequest.raw_input_contents), kTyped a packed field of InferTensorContents.
+enum class Level {
+  kCallRequest,
+  kArgument,
+  kValue,
+  kTensorList,
+  kTensor,
+  kInferRequest,
+  kInferInput,
+  kContents,
+  kData,
+  kTyped,
+  kOther
+};
 
 Level ChildOf(Level level, uint64_t key) {
   if ((key & 7) != kLengthDelimited) return Level::kOther;
@@ -25,6 +38,12 @@ Level ChildOf(Level level, uint64_t key) {
       return field == 1 ? Level::kTensor : Level::kOther;
     case Level::kTensor:  // data
       return field == kTensorDataField ? Level::kData : Level::kOther;
+    case Level::kInferRequest:  // inputs, raw_input_contents
+      return field == 5 ? Level::kInferInput : field == 7 ? Level::kData : Level::kOther;
+    case Level::kInferInput:  // contents
+      return field == 5 ? Level::kContents : Level::kOther;
+    case Level::kContents:  // packed bool .. fp64 contents (bytes_contents is head)
+      return field >= 1 && field <= 7 ? Level::kTyped : Level::kOther;
     default:
       return Level::kOther;
   }
@@ -32,8 +51,10 @@ Level ChildOf(Level level, uint64_t key) {
 
 enum class Walked { kOk, kInvalid, kTooLarge };
 
-// Walks the fields up to `end`, adding the bytes that are not tensor data to *head.
-Walked Walk(SliceReader& in, uint64_t end, Level level, uint64_t* head, std::string* scratch) {
+// Walks the fields up to `end`, adding the bytes that are not tensor data to *head and
+// those of packed typed contents to *typed.
+Walked Walk(SliceReader& in, uint64_t end, Level level, uint64_t* head, uint64_t* typed,
+            std::string* scratch) {
   while (in.position() < end) {
     const uint64_t start = in.position();
     uint64_t key = 0;
@@ -52,10 +73,11 @@ Walked Walk(SliceReader& in, uint64_t end, Level level, uint64_t* head, std::str
         return Walked::kInvalid;
       }
       *head += in.position() - start;
-      if (child == Level::kData) {
+      if (child == Level::kData || child == Level::kTyped) {
         if (!in.Skip(length, nullptr, nullptr)) return Walked::kInvalid;
+        if (child == Level::kTyped) *typed += length;
       } else {
-        const Walked inner = Walk(in, in.position() + length, child, head, scratch);
+        const Walked inner = Walk(in, in.position() + length, child, head, typed, scratch);
         if (inner != Walked::kOk) return inner;
       }
     }
@@ -73,9 +95,9 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
     return absl::InvalidArgumentError("the request's bytes could not be read");
   }
   SliceReader in(slices);
-  uint64_t head = 0;
+  uint64_t head = 0, typed = 0;
   std::string scratch;
-  switch (Walk(in, in.remaining(), Level::kCallRequest, &head, &scratch)) {
+  switch (Walk(in, in.remaining(), Level::kCallRequest, &head, &typed, &scratch)) {
     case Walked::kOk:
       return absl::OkStatus();
     case Walked::kTooLarge:
@@ -87,6 +109,29 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("the ", bytes.Length(), " bytes are not a valid myops.v1.CallRequest"));
+}
+
+absl::StatusOr<uint64_t> CheckInferRequestHead(const grpc::ByteBuffer& bytes) {
+  std::vector<grpc::Slice> slices;
+  if (!bytes.Dump(&slices).ok()) {
+    return absl::InvalidArgumentError("the request's bytes could not be read");
+  }
+  SliceReader in(slices);
+  uint64_t head = 0, typed = 0;
+  std::string scratch;
+  switch (Walk(in, in.remaining(), Level::kInferRequest, &head, &typed, &scratch)) {
+    case Walked::kOk:
+      return typed;
+    case Walked::kTooLarge:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the inference.ModelInferRequest's fields other than tensor contents take more "
+          "than ",
+          kMaxHeadBytes, " bytes; at most that is accepted"));
+    case Walked::kInvalid:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("the ", bytes.Length(), " bytes are not a valid inference.ModelInferRequest"));
 }
 
 void MessageWriter::AppendBytes(const std::string& encoded) {

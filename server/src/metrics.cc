@@ -18,7 +18,8 @@
 namespace myops::server {
 namespace {
 
-constexpr const char* kRpcNames[] = {"ScaleShift", "ScaleShiftStream", "Call", "CallStream"};
+constexpr const char* kRpcNames[] = {"ScaleShift", "ScaleShiftStream", "Call",
+                                     "CallStream", "ModelInfer",       "ModelStreamInfer"};
 constexpr const char* kStageNames[] = {"decode", "queue", "compute", "encode"};
 constexpr const char* kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",

@@ -37,8 +37,15 @@ class GaugeCollectable;  // metrics.cc
 // value atomically, with no snapshot across values, as Prometheus clients do.
 class Metrics {
  public:
-  enum class Rpc { kScaleShift = 0, kScaleShiftStream = 1, kCall = 2, kCallStream = 3 };
-  static constexpr int kRpcs = 4;
+  enum class Rpc {
+    kScaleShift = 0,
+    kScaleShiftStream = 1,
+    kCall = 2,
+    kCallStream = 3,
+    kModelInfer = 4,  // inference.GRPCInferenceService (kserve_service.h)
+    kModelStreamInfer = 5,
+  };
+  static constexpr int kRpcs = 6;
 
   Metrics();
   ~Metrics();

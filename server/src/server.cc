@@ -99,7 +99,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->executor_ = std::move(executor);
-  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits, std::move(auth));
+  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits, auth);
+  s->kserve_ = std::make_unique<KServeService>(s->service_.get(), s->executor_.get(), auth);
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -132,6 +133,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                    options.limits.max_message_bytes + kMaxResponseOverheadBytes));
   builder.SetResourceQuota(quota);
   builder.RegisterService(s->service_.get());
+  builder.RegisterService(s->kserve_.get());
   s->server_ = builder.BuildAndStart();
   if (!s->server_ || s->port_ == 0) {
     s->executor_->Shutdown();
@@ -167,6 +169,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     auto* health = server->GetHealthCheckService();
     health->SetServingStatus(true);
     health->SetServingStatus("myops.v1.Myops", true);
+    health->SetServingStatus("inference.GRPCInferenceService", true);
   }
   return s;
 }
@@ -211,6 +214,7 @@ std::string Server::Describe() const {
 }
 
 void Server::BeginDrain() {
+  if (kserve_) kserve_->BeginDrain();  // ServerReady false
   for (grpc::Server* server : {server_.get(), health_server_.get()}) {
     if (server) server->GetHealthCheckService()->Shutdown();  // NOT_SERVING for every service
   }

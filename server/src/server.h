@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor.h"
+#include "kserve_service.h"
 #include "metrics_endpoint.h"
 #include "service.h"
 
@@ -43,7 +44,8 @@ struct ServerOptions {
 // thread-safe; Shutdown is called by one thread (the owner), possibly more than once.
 class Server {
  public:
-  // Starts listening; the health status of "" and "myops.v1.Myops" is SERVING.
+  // Starts listening; the health status of "", "myops.v1.Myops" and
+  // "inference.GRPCInferenceService" is SERVING.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
   // As above, with a given executor instead of one built from options.executor.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
@@ -74,6 +76,7 @@ class Server {
   ServerOptions options_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<MyopsService> service_;
+  std::unique_ptr<KServeService> kserve_;  // inference.GRPCInferenceService over service_
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsEndpoint> metrics_;     // Reads service_; serves until Shutdown ends.
   std::unique_ptr<grpc::Server> health_server_;  // Only grpc.health.v1, plaintext.

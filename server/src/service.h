@@ -148,6 +148,7 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
   const ServiceLimits& limits() const { return limits_; }
+  const Executor& executor() const { return *executor_; }
 
   // Request metrics (thread-safe), with the gauge myops_inflight_requests (inflight()),
   // the requests in flight now and the memory budget. Whatever serves the metrics must

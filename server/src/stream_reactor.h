@@ -1,6 +1,6 @@
-// The bidirectional streaming RPCs' reactor (ScaleShiftStream, CallStream): pipelined
-// requests on one stream, bounded read-ahead, responses written in completion order.
-// Private to the myops.v1 front end.
+// The bidirectional streaming RPCs' reactor (ScaleShiftStream, CallStream, and the Open
+// Inference Protocol's ModelStreamInfer): pipelined requests on one stream, bounded
+// read-ahead, responses written in completion order. Private to the front ends.
 #pragma once
 
 #include <chrono>
@@ -8,6 +8,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <type_traits>
+#include <utility>
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
@@ -36,7 +38,18 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 // `static absl::Status Parse(MyopsService*, const grpc::ByteBuffer&, State*)`,
 // `static void Process(MyopsService*, State*, received, deadline, is_cancelled, done)`,
 // `static absl::StatusOr<grpc::ByteBuffer> Encode(const State&, const Timing&)`,
-// `static uint64_t RequestId(const State&)`, `static uint64_t InputBytes(const State&)`.
+// `static uint64_t RequestId(const State&)`, `static uint64_t InputBytes(const State&)`;
+// a Kind whose protocol writes errors its own way (ModelStreamInfer, kserve_service.cc)
+// has `static grpc::ByteBuffer EncodeError(const State&, const absl::Status&)` instead of
+// RequestId.
+template <typename Kind, typename = void>
+struct HasEncodeError : std::false_type {};
+template <typename Kind>
+struct HasEncodeError<
+    Kind, std::void_t<decltype(Kind::EncodeError(std::declval<const typename Kind::State&>(),
+                                                 std::declval<const absl::Status&>()))>>
+    : std::true_type {};
+
 template <typename Kind>
 class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -121,7 +134,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       }
     }
     if (!status.ok()) {
-      raw->response = EncodeStreamError(Kind::RequestId(raw->state), status);
+      if constexpr (HasEncodeError<Kind>::value) {
+        raw->response = Kind::EncodeError(raw->state, status);
+      } else {
+        raw->response = EncodeStreamError(Kind::RequestId(raw->state), status);
+      }
       raw->state = typename Kind::State();  // Only the small error waits to be written.
     }
     std::lock_guard<std::mutex> lock(mu_);

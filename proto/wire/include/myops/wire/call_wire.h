@@ -17,6 +17,7 @@
 #include <grpcpp/support/slice.h>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "myops/v1/myops.pb.h"
 
 namespace myops::wire {
@@ -25,6 +26,12 @@ namespace myops::wire {
 // tensor lists; other fields are skipped by protobuf's rules) and its head is at most
 // kMaxHeadBytes; INVALID_ARGUMENT saying which it was not. Reads, never copies data.
 absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes);
+
+// The same check for an inference.ModelInferRequest (the Open Inference Protocol): its
+// head is everything but raw_input_contents and the packed fields of its inputs' typed
+// contents, at most kMaxHeadBytes. Returns the bytes of those packed fields, which
+// protobuf may parse into up to 8 times as many (1-byte varints into int64 elements).
+absl::StatusOr<uint64_t> CheckInferRequestHead(const grpc::ByteBuffer& bytes);
 
 // Builds one protobuf message as slices. Not thread-safe; single use.
 class MessageWriter {

@@ -1,0 +1,102 @@
+// The protobuf side of the Open Inference Protocol front end (kserve_service.h): how
+// served operators appear as models, and the conversions between the protocol's
+// messages and the pipeline's protocol-neutral values. No torch here.
+//
+// The mapping (one model per served operator, version "1"):
+//  - model name: the operator's qualified name as myops.v1 lists it, "namespace::name"
+//    for the default overload and "namespace::name.overload" otherwise (e.g.
+//    "torchvision::nms", "myops::scale_shift"). Namespaces, names and overloads are
+//    identifiers, so "::" and "." make the split unambiguous; ':' is a valid character
+//    of a URL path segment, so the name also works in the REST binding's paths.
+//  - inputs: the schema's arguments, by name. A Tensor argument is an input tensor of any
+//    shape. A scalar or list argument (int, float, bool, Scalar, int[], float[]) is
+//    either an input (a 0-d or 1-element tensor for a scalar, a 1-D tensor for a list,
+//    of a matching datatype) or a request parameter of the same name (bool_param,
+//    int64_param, double_param, uint64_param; str and ScalarType arguments only as
+//    string_param). Absent arguments take the schema's defaults. Parameters that name
+//    no argument are ignored (clients send their own).
+//  - outputs: one per schema return, named after the return where the schema names it,
+//    else "output__<i>". Non-tensor returns become 1-element (list: 1-D) tensors: int
+//    INT64, float FP64, bool BOOL, str BYTES (4-byte length + bytes).
+//  - datatypes: the protocol's BOOL UINT8 INT8 INT16 INT32 INT64 FP16 FP32 FP64 BF16 (the
+//    dtypes of myops/common/dtype.h) for tensors; BOOL, the integers, FP32 and FP64 for
+//    scalars and lists.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec.h"
+#include "kserve/v2/grpc_predict_v2.pb.h"
+#include "runtime/op_registry.h"
+#include "runtime/value.h"
+
+namespace myops::server::kserve {
+
+// The only version of every model.
+inline constexpr char kModelVersion[] = "1";
+
+// The index of the served op that model `name` (version `version`: empty or "1") is;
+// NOT_FOUND saying why not.
+absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& name,
+                              const std::string& version);
+
+// The model's name (its op's qualified name) and its output names, in schema order.
+std::vector<std::string> OutputNames(const OpInfo& op);
+
+// ModelMetadataResponse of `op`: inputs are the arguments an input tensor can carry
+// (Tensor: FP32 with shape [-1], any datatype of the pipeline and any shape accepted;
+// scalars: shape [1]; lists: shape [-1]), outputs its returns.
+void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out);
+
+// ModelConfig of `op` (Triton's extension): the same inputs and outputs as DescribeModel,
+// max_batch_size 0, no batching sections.
+void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out);
+
+// Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
+absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
+
+// The request's inputs and parameters as named arguments of `op`: tensors are views
+// into `request`, which must outlive them (or, for INT8, INT16 and UINT8 tensors in
+// 32-bit typed contents, into narrowed copies appended to `scratch`). INVALID_ARGUMENT naming the
+// input for an unknown datatype, one the argument cannot take, contents that do not match the
+// shape, both raw and typed contents, or a tensor over `limits`.
+using Scratch = std::vector<std::unique_ptr<char[]>>;
+absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
+    const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
+    Scratch* scratch);
+
+// Which results, in which order, the response holds: indices into the op's returns,
+// by the request's `outputs` (all, in schema order, when it names none). INVALID_ARGUMENT
+// naming an unknown or repeated output; UNIMPLEMENTED for a Tensor[] or optional return
+// (checked before the op runs).
+absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op,
+                                               const inference::ModelInferRequest& request);
+
+// ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} for
+// the results `selected` of `call`: tensor results are sent from their own memory (kept
+// alive by call.keep_alive through the slices), not copied. INVALID_ARGUMENT for a result
+// the protocol cannot carry (None, Tensor[]).
+absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
+                                                     const inference::ModelInferRequest& request,
+                                                     const OpCall& call,
+                                                     const std::vector<int>& selected);
+
+// ModelStreamInferResponse{infer_response: EncodeInferResponse(...)}, tensors again
+// sent from their own memory.
+absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(
+    const OpInfo& op, const inference::ModelInferRequest& request, const OpCall& call,
+    const std::vector<int>& selected);
+
+// ModelStreamInferResponse{error_message: "CODE: message", infer_response: {model_name,
+// model_version, id}} for a failed stream request.
+grpc::ByteBuffer EncodeStreamInferError(const inference::ModelInferRequest& request,
+                                        const absl::Status& status);
+
+}  // namespace myops::server::kserve

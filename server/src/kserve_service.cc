@@ -1,0 +1,209 @@
+// The Open Inference Protocol front end's RPCs (see kserve_service.h).
+#include "kserve_service.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kserve_codec.h"
+#include "myops/version.h"
+#include "myops/wire/call_wire.h"
+#include "stream_reactor.h"
+
+namespace myops::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A ModelInfer's state: the pipeline's, the parsed request its views point into, and the
+// outputs the response holds.
+struct KServeCallState : CallState {
+  inference::ModelInferRequest request;
+  const OpInfo* op_info = nullptr;  // the model's op, in the registry
+  std::vector<int> selected;
+  kserve::Scratch scratch;  // narrowed input tensors the views point into
+};
+
+// Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
+// call. Deletes itself in OnDone.
+class InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  KServeCallState state;
+  void OnDone() override { delete this; }
+};
+
+// Bounds the request's head, reserves the budget, then parses it (protobuf allocates as
+// much as was received again, and up to 8 times the packed typed contents) and decodes
+// its inputs and parameters into `state`.
+absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, KServeCallState* state) {
+  auto typed = wire::CheckInferRequestHead(bytes);
+  if (!typed.ok()) return typed.status();
+  const auto received = static_cast<int64_t>(bytes.Length());
+  if (absl::Status reserved = pipeline->ReserveCallRequest(
+          received + static_cast<int64_t>((7 * *typed + 1) / 2), state);
+      !reserved.ok()) {
+    return reserved;
+  }
+  if (absl::Status parsed = kserve::ParseInferRequest(bytes, &state->request); !parsed.ok()) {
+    return parsed;
+  }
+  const OpRegistry& registry = *pipeline->executor().info().registry;
+  auto index =
+      kserve::FindModel(registry, state->request.model_name(), state->request.model_version());
+  if (!index.ok()) return index.status();
+  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  state->op_info = &op;
+  auto args =
+      kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, &state->scratch);
+  if (!args.ok()) return args.status();
+  auto selected = kserve::SelectOutputs(op, state->request);
+  if (!selected.ok()) return selected.status();
+  state->args = std::move(*args);
+  state->selected = std::move(*selected);
+  state->op = op.QualifiedName();
+  return absl::OkStatus();
+}
+
+// ModelStreamInfer's steps for StreamReactor: errors travel in the stream as
+// error_message (with the request's id), and the stream goes on.
+struct StreamInferKind {
+  using State = KServeCallState;
+  static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kModelStreamInfer;
+  static absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, State* state) {
+    return server::Parse(pipeline, bytes, state);
+  }
+  template <typename Done>
+  static void Process(MyopsService* pipeline, State* state, Clock::time_point received,
+                      std::chrono::system_clock::time_point deadline,
+                      std::function<bool()> is_cancelled, Done done) {
+    pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
+  }
+  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const myops::v1::Timing&) {
+    return kserve::EncodeStreamInferResponse(*state.op_info, state.request, state.call,
+                                             state.selected);
+  }
+  static grpc::ByteBuffer EncodeError(const State& state, const absl::Status& status) {
+    return kserve::EncodeStreamInferError(state.request, status);
+  }
+  static uint64_t InputBytes(const State& state) {
+    return static_cast<uint64_t>(state.call.input_bytes);
+  }
+};
+
+// Finishes a small unary RPC now with `status`.
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+KServeService::KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth)
+    : pipeline_(pipeline), executor_(executor), auth_(std::move(auth)) {}
+
+grpc::ServerUnaryReactor* KServeService::ServerLive(grpc::CallbackServerContext* context,
+                                                    const inference::ServerLiveRequest*,
+                                                    inference::ServerLiveResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_live(true);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ServerReady(grpc::CallbackServerContext* context,
+                                                     const inference::ServerReadyRequest*,
+                                                     inference::ServerReadyResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_ready(ready());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelReady(grpc::CallbackServerContext* context,
+                                                    const inference::ModelReadyRequest* request,
+                                                    inference::ModelReadyResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  // An unknown model is not ready (as Triton answers), not an error.
+  response->set_ready(
+      ready() &&
+      kserve::FindModel(*executor_->info().registry, request->name(), request->version()).ok());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_name("myops");
+  response->set_version(MYOPS_VERSION_STRING);
+  // The extensions implemented: ModelConfig, and request parameters (arguments).
+  response->add_extensions("model_configuration");
+  response->add_extensions("parameters");
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelMetadata(
+    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = *executor_->info().registry;
+  auto index = kserve::FindModel(registry, request->name(), request->version());
+  if (!index.ok()) return Done(context, index.status());
+  kserve::DescribeModel(registry.ops()[static_cast<size_t>(*index)], response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelConfig(grpc::CallbackServerContext* context,
+                                                     const inference::ModelConfigRequest* request,
+                                                     inference::ModelConfigResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = *executor_->info().registry;
+  auto index = kserve::FindModel(registry, request->name(), request->version());
+  if (!index.ok()) return Done(context, index.status());
+  kserve::DescribeModelConfig(registry.ops()[static_cast<size_t>(*index)],
+                              response->mutable_config());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
+  const auto received = Clock::now();
+  auto* reactor = new InferReactor();
+  KServeCallState& state = reactor->state;
+  if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
+    pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, parsed, {}, 0);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  pipeline_->ProcessCall(
+      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
+      [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+        KServeCallState& state = reactor->state;
+        if (status.ok()) {
+          auto encoded = kserve::EncodeInferResponse(*state.op_info, state.request, state.call,
+                                                     state.selected);
+          if (encoded.ok()) {
+            *response = std::move(*encoded);
+          } else {
+            status = encoded.status();
+          }
+        }
+        pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, status, timing,
+                                    static_cast<uint64_t>(state.call.input_bytes));
+        reactor->Finish(ToGrpcStatus(status));
+      });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KServeService::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  }
+  return new StreamReactor<StreamInferKind>(pipeline_, context, pipeline_->TryOpenStream());
+}
+
+}  // namespace myops::server

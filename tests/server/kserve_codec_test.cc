@@ -1,0 +1,158 @@
+// The Open Inference Protocol codec (server/src/kserve_codec.h) on registries made for
+// tests: model names, inputs and parameters to arguments, output selection, metadata.
+#include "kserve_codec.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace myops::server::kserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+ArgInfo Arg(std::string name, std::string type, ArgKind kind) {
+  ArgInfo a;
+  a.name = std::move(name);
+  a.type = std::move(type);
+  a.kind = kind;
+  return a;
+}
+
+// scale_shift(Tensor x, float alpha, float beta) -> Tensor, and an overload with named
+// returns, as the registry describes them.
+OpRegistry TestRegistry() {
+  OpInfo op;
+  op.name = "myops::scale_shift";
+  op.schema = "myops::scale_shift(Tensor x, float alpha, float beta) -> Tensor";
+  op.args = {Arg("x", "Tensor", ArgKind::kTensor), Arg("alpha", "float", ArgKind::kFloat),
+             Arg("beta", "float", ArgKind::kFloat)};
+  op.returns = {Arg("", "Tensor", ArgKind::kTensor)};
+  op.cpu = op.served = true;
+  OpInfo pair = op;
+  pair.overload = "pair";
+  pair.returns = {Arg("lo", "Tensor", ArgKind::kTensor), Arg("hi", "Tensor", ArgKind::kTensor)};
+  return OpRegistry({op, pair});
+}
+
+TEST(KServeCodec, ModelNamesAreQualifiedOperatorNames) {
+  const OpRegistry registry = TestRegistry();
+  EXPECT_EQ(*FindModel(registry, "myops::scale_shift", ""), 0);
+  EXPECT_EQ(*FindModel(registry, "myops::scale_shift.pair", "1"), 1);
+  EXPECT_EQ(FindModel(registry, "myops.scale_shift", "").status().code(),
+            absl::StatusCode::kNotFound);
+  auto version = FindModel(registry, "myops::scale_shift", "2");
+  EXPECT_EQ(version.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(version.status().message(), HasSubstr("has no version '2'"));
+}
+
+TEST(KServeCodec, InputsAndParametersBecomeNamedArguments) {
+  const OpRegistry registry = TestRegistry();
+  inference::ModelInferRequest request;
+  auto* x = request.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  x->add_shape(2);
+  x->mutable_contents()->add_fp32_contents(1.5f);
+  x->mutable_contents()->add_fp32_contents(2.5f);
+  auto* alpha = request.add_inputs();
+  alpha->set_name("alpha");
+  alpha->set_datatype("INT32");  // an int is a valid float
+  alpha->mutable_contents()->add_int_contents(3);
+  (*request.mutable_parameters())["beta"].set_double_param(0.25);
+  (*request.mutable_parameters())["sequence_id"].set_int64_param(9);  // not an argument
+  Scratch scratch;
+  auto args = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  ASSERT_TRUE(args.ok()) << args.status();
+  ASSERT_EQ(args->size(), 3u);
+  EXPECT_EQ((*args)[0].name, "x");
+  EXPECT_EQ((*args)[0].value.tensor.dtype, DType::kFloat32);
+  EXPECT_EQ((*args)[0].value.tensor.shape, std::vector<int64_t>{2});
+  EXPECT_EQ((*args)[0].value.tensor.data, request.inputs(0).contents().fp32_contents().data());
+  EXPECT_EQ((*args)[1].value.kind, Value::Kind::kInt);
+  EXPECT_EQ((*args)[1].value.int_value, 3);
+  EXPECT_EQ((*args)[2].name, "beta");
+  EXPECT_EQ((*args)[2].value.float_value, 0.25);
+}
+
+TEST(KServeCodec, NarrowIntegersInTypedContentsAreCopied) {
+  const OpRegistry registry = TestRegistry();
+  inference::ModelInferRequest request;
+  auto* x = request.add_inputs();
+  x->set_name("x");
+  x->set_datatype("INT16");
+  x->add_shape(3);
+  for (int v : {-300, 7, 1000}) x->mutable_contents()->add_int_contents(v);
+  Scratch scratch;
+  auto args = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  ASSERT_TRUE(args.ok()) << args.status();
+  const TensorView& t = (*args)[0].value.tensor;
+  ASSERT_EQ(t.bytes, 6);
+  int16_t got[3];
+  std::memcpy(got, t.data, sizeof got);
+  EXPECT_EQ(got[0], -300);
+  EXPECT_EQ(got[1], 7);
+  EXPECT_EQ(got[2], 1000);
+  EXPECT_EQ(scratch.size(), 1u);
+}
+
+TEST(KServeCodec, RefusesMismatchedContents) {
+  const OpRegistry registry = TestRegistry();
+  Scratch scratch;
+  inference::ModelInferRequest request;
+  auto* x = request.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  x->add_shape(3);
+  x->mutable_contents()->add_fp32_contents(1);
+  auto few = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  EXPECT_THAT(few.status().message(),
+              HasSubstr("has 1 elements in fp32_contents but shape [3] needs 3"));
+  x->set_datatype("FP16");
+  auto half = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  EXPECT_THAT(half.status().message(), HasSubstr("travels only as raw_input_contents"));
+  x->clear_contents();
+  x->set_datatype("FP32");
+  request.add_raw_input_contents(std::string(12, '\0'));
+  request.add_raw_input_contents(std::string(4, '\0'));
+  auto extra = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  EXPECT_THAT(extra.status().message(), HasSubstr("2 raw_input_contents for 1 inputs"));
+  TensorLimits limits;
+  limits.max_elements = 2;
+  request.mutable_raw_input_contents()->RemoveLast();
+  auto over = DecodeInferInputs(registry.ops()[0], request, limits, &scratch);
+  EXPECT_THAT(over.status().message(), HasSubstr("this server's limits are 2 elements"));
+}
+
+TEST(KServeCodec, OutputsAreSelectedByName) {
+  const OpRegistry registry = TestRegistry();
+  const OpInfo& pair = registry.ops()[1];
+  EXPECT_EQ(OutputNames(registry.ops()[0]), std::vector<std::string>{"output__0"});
+  inference::ModelInferRequest request;
+  EXPECT_EQ(*SelectOutputs(pair, request), (std::vector<int>{0, 1}));
+  request.add_outputs()->set_name("hi");
+  EXPECT_EQ(*SelectOutputs(pair, request), std::vector<int>{1});
+  request.add_outputs()->set_name("hi");
+  EXPECT_THAT(SelectOutputs(pair, request).status().message(), HasSubstr("requested twice"));
+  request.mutable_outputs(1)->set_name("mid");
+  EXPECT_THAT(SelectOutputs(pair, request).status().message(),
+              HasSubstr("has no output 'mid' (outputs: lo, hi)"));
+}
+
+TEST(KServeCodec, MetadataDescribesArgumentsAndReturns) {
+  const OpRegistry registry = TestRegistry();
+  inference::ModelMetadataResponse meta;
+  DescribeModel(registry.ops()[1], &meta);
+  EXPECT_EQ(meta.name(), "myops::scale_shift.pair");
+  ASSERT_EQ(meta.inputs_size(), 3);
+  EXPECT_EQ(meta.inputs(0).datatype(), "FP32");
+  EXPECT_EQ(meta.inputs(0).shape(0), -1);
+  EXPECT_EQ(meta.inputs(1).datatype(), "FP64");
+  EXPECT_EQ(meta.inputs(1).shape(0), 1);
+  ASSERT_EQ(meta.outputs_size(), 2);
+  EXPECT_EQ(meta.outputs(1).name(), "hi");
+}
+
+}  // namespace
+}  // namespace myops::server::kserve
