@@ -50,26 +50,28 @@ _SUPPORTED = ", ".join(
 Output = Union[np.dtype, Callable[[Any, tuple[int, ...]], Any]]
 
 
-def _unsupported(dtype: object) -> TypeError:
+def _unsupported(dtype: object, what: str) -> TypeError:
     return TypeError(
-        f"scale_shift: unsupported dtype {dtype}; supported: {_SUPPORTED}")
+        f"{what}: unsupported dtype {dtype}; supported: {_SUPPORTED}")
 
 
-def encode(x: Any) -> tuple[int, tuple[int, ...], Any, Output]:
+def encode(x: Any, what: str = "scale_shift"
+           ) -> tuple[int, tuple[int, ...], Any, Output]:
     """(dtype code, shape, C-contiguous buffer, output) for input ``x``.
 
     ``x`` itself is never modified; the buffer is ``x`` when ``x`` is already
     a C-contiguous native-endian numpy array, else a contiguous copy.
+    ``what`` names the input in error messages.
     """
     if type(x) is not np.ndarray:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):
-            return _encode_torch(x, torch)
+            return _encode_torch(x, torch, what)
         x = np.asarray(x)
     dtype = x.dtype
     code = _NUMPY_CODES.get(dtype)
     if code is None:
-        return _encode_other_numpy(x)
+        return _encode_other_numpy(x, what)
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     return code, x.shape, x, dtype
@@ -82,7 +84,8 @@ def decode(result: Any, shape: tuple[int, ...], output: Output) -> Any:
     return output(result, shape)
 
 
-def _encode_other_numpy(x: np.ndarray) -> tuple[int, tuple[int, ...], Any, Output]:
+def _encode_other_numpy(x: np.ndarray, what: str
+                        ) -> tuple[int, tuple[int, ...], Any, Output]:
     """bfloat16 (ml_dtypes) and non-native byte orders; TypeError otherwise."""
     dtype = x.dtype
     ml_dtypes = sys.modules.get("ml_dtypes")
@@ -97,25 +100,26 @@ def _encode_other_numpy(x: np.ndarray) -> tuple[int, tuple[int, ...], Any, Outpu
                 return np.frombuffer(result, native).reshape(shape).astype(
                     dtype)
             return code, x.shape, x.astype(native, order="C"), to_input_order
-    raise _unsupported(dtype)
+    raise _unsupported(dtype, what)
 
 
 _TORCH_CODES: dict[Any, int] = {}
 
 
-def _encode_torch(x: Any, torch: Any) -> tuple[int, tuple[int, ...], Any, Output]:
+def _encode_torch(x: Any, torch: Any, what: str
+                  ) -> tuple[int, tuple[int, ...], Any, Output]:
     """A CPU tensor as numpy (zero-copy when contiguous); torch comes back."""
     if not _TORCH_CODES:  # torch names its dtypes as the table does.
         _TORCH_CODES.update({getattr(torch, d.name): d.code for d in DTYPES})
     code = _TORCH_CODES.get(x.dtype)
     if code is None:
-        raise _unsupported(x.dtype)
+        raise _unsupported(x.dtype, what)
     if x.layout != torch.strided:
-        raise TypeError(f"scale_shift: expected a dense (strided) tensor, "
+        raise TypeError(f"{what}: expected a dense (strided) tensor, "
                         f"got layout {x.layout}")
     if x.device.type != "cpu":
         raise ValueError(
-            f"scale_shift: expected a CPU tensor, got one on {x.device}; "
+            f"{what}: expected a CPU tensor, got one on {x.device}; "
             f"move it with .cpu() (the server's device is chosen with "
             f"device=...)")
     t = x.detach().resolve_neg().contiguous()
@@ -132,3 +136,56 @@ def _encode_torch(x: Any, torch: Any) -> tuple[int, tuple[int, ...], Any, Output
         return out.view(torch_dtype) if code == BFLOAT16 else out
 
     return code, tuple(t.shape), data, to_tensor
+
+
+# ---- dtypes as values and results by their dtype code (the operator table) --
+
+def dtype_code(value: Any) -> int | None:
+    """The wire code of a dtype given as a ``torch.dtype``, a numpy dtype or
+    a numpy scalar type (``np.float32``); None for anything else, and for
+    dtypes the wire does not carry."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.dtype):
+        info = BY_NAME.get(str(value).removeprefix("torch."))
+    elif isinstance(value, np.dtype) or (
+            isinstance(value, type) and issubclass(value, np.generic)):
+        info = BY_NAME.get(np.dtype(value).name)
+    else:
+        return None
+    return None if info is None else info.code
+
+
+def dtype_name(code: int) -> str:
+    """"float32" for float32's code, ...; "dtype code N" for unknown codes."""
+    info = BY_CODE.get(code)
+    return f"dtype code {code}" if info is None else info.name
+
+
+def from_result(result: Any, as_torch: bool) -> Any:
+    """A numpy array (a torch tensor when ``as_torch``) of ``result``'s dtype
+    and shape, wrapping its bytes without a copy."""
+    code, shape = result.dtype, tuple(result.shape)
+    info = BY_CODE.get(code)
+    if info is None:
+        raise TypeError(f"the server returned a tensor of {dtype_name(code)}, "
+                        f"which this client does not know")
+    if info.numpy_str is None:  # bfloat16
+        if as_torch:
+            torch = sys.modules["torch"]
+            raw = np.frombuffer(result, np.int16).reshape(shape)
+            return torch.from_numpy(raw).view(getattr(torch, info.name))
+        ml_dtypes = sys.modules.get("ml_dtypes")
+        if ml_dtypes is None:
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise TypeError(
+                    f"the server returned a {info.name} tensor: numpy needs "
+                    f"ml_dtypes for it (pip install ml_dtypes), or pass "
+                    f"torch tensors to get torch tensors back") from None
+        return np.frombuffer(result, getattr(ml_dtypes, info.name)).reshape(
+            shape)
+    array = np.frombuffer(result, np.dtype(info.numpy_str)).reshape(shape)
+    if as_torch:
+        return sys.modules["torch"].from_numpy(array)
+    return array
