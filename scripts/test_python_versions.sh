@@ -7,7 +7,8 @@
 #   scripts/test_python_versions.sh [--allow-missing] [3.11 3.12 3.13]
 # Needs: a main build (myops_build) for the server binary; per version python3.X,
 # python3.X-dev and python3.X-venv (Debian 12 ships only 3.11; Debian 13 ships 3.13).
-# Each version gets a venv with numpy, pytest and grpcio in $MYOPS_BUILD_DIR/pyver/3.X.
+# Each version gets a venv with numpy, pytest, grpcio and grpcio-tools (call_peer.py) in
+# $MYOPS_BUILD_DIR/pyver/3.X.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 allow_missing=0
@@ -30,7 +31,7 @@ assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")
   mkdir -p "$dir/server"
   ln -sf "$server" "$dir/server/myops-server"  # client_helpers.py finds the server here.
   [[ -x "$dir/venv/bin/python" ]] || "$python" -m venv "$dir/venv"
-  "$dir/venv/bin/python" -m pip install -q numpy pytest grpcio >&2
+  "$dir/venv/bin/python" -m pip install -q numpy pytest grpcio grpcio-tools >&2
   # The extension alone, as pip's build does (no torch, no tests).
   cmake -S "$MYOPS_REPO" -B "$dir" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=Release \
     -DMYOPS_BUILD_OPS=OFF -DMYOPS_BUILD_TESTS=OFF -DMYOPS_BUILD_PYTHON_CLIENT=ON \

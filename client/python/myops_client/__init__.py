@@ -1,10 +1,12 @@
-"""myops_client: the Python client of myops-server (y = alpha * x + beta).
+"""myops_client: the Python client of myops-server, PyTorch operators as a service.
 
     import numpy as np, myops_client
     with myops_client.Client("localhost:50051", timeout=5.0) as client:
         x = np.arange(12, dtype=np.float32).reshape(3, 4)
         y = client.scale_shift(x, 2.0, 1.0)
         y, timing = client.scale_shift(x, 2.0, 1.0, return_timing=True)
+        y = client.ops.myops.scale_shift(x, 2.0, 1.0)   # any served operator
+        keep = client.call("torchvision::nms", boxes, scores, 0.5)
 
 numpy arrays (float16/32/64, int8/16/32/64, uint8, bool; bfloat16 with
 ml_dtypes) come back as numpy arrays, CPU torch tensors as torch tensors, of
@@ -16,14 +18,16 @@ Failures raise ``Error`` subclasses named after the gRPC status code
 
 The work is done by the native core ``myops_client._core`` (a CPython
 extension around the C++ client); this package adds array conversion
-(``_convert``), the context manager and ``return_timing``.
+(``_convert``), the context manager, ``return_timing`` and the operator
+table: ``call`` and ``ops`` (``_ops``, ``_values``).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from . import _convert
+from . import _convert, _ops
 from ._core import (
     Aborted,
     AlreadyExists,
@@ -57,6 +61,7 @@ __all__ = [
     "DeadlineExceeded", "Error", "FailedPrecondition", "Internal",
     "InvalidArgument", "NotFound", "OutOfRange", "PermissionDenied",
     "ResourceExhausted", "Result", "Timing", "Unauthenticated",
+    "CallView",
     "Unavailable", "Unimplemented", "Unknown", "__version__",
 ]
 
@@ -80,6 +85,10 @@ class Client(_CoreClient):
     ``token``: the server's bearer token (``--auth-token-file``), sent as
     ``authorization: Bearer <token>`` on every call.
     Use as a context manager, or call ``close()``.
+
+    ``scale_shift`` is the typed call of ``myops::scale_shift``; ``call``
+    and ``ops`` (a remote mirror of ``torch.ops``) call any operator the
+    server serves (``list_operators()``).
     """
 
     __slots__ = ()
@@ -134,3 +143,121 @@ class Client(_CoreClient):
         if return_timing:
             return y, result.timing
         return y
+
+    # ---- the operator table ------------------------------------------------
+
+    def call(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Runs the served operator ``op`` on the server, e.g.
+        ``client.call("torchvision::nms", boxes, scores, 0.5)``.
+
+        ``op`` is "namespace::name" (the overload is the first served one
+        whose schema accepts the arguments, as ``torch.ops`` chooses) or
+        "namespace::name.overload". Arguments are those of the schema
+        (``client.ops.<ns>.<name>.__doc__``), by position or by name, and
+        are checked here first: TypeError naming the argument when they do
+        not fit. Tensors: numpy arrays or CPU torch tensors; results are
+        torch tensors when a tensor argument was one, else numpy arrays; one
+        result as itself, several as a tuple. ValueError when the server
+        does not list ``op``. Device, timeout and timing: ``with_options``.
+        """
+        return self._operator_catalog().call(self._default_context(), op,
+                                             args, kwargs)
+
+    @property
+    def ops(self) -> _ops.Ops:
+        """The server's operators as ``torch.ops`` has them:
+        ``client.ops.myops.scale_shift(x, 2.0, 1.0)``. Built from
+        ``list_operators()`` on first use (one RPC), then cached;
+        ``refresh_operators()`` lists again. Each operator's docstring is
+        its schema; calls behave as ``call``. The tree refers to the client
+        weakly: keep the client."""
+        ops = self.__dict__.get("_ops")
+        if ops is None:
+            ops = _ops.Ops(self._operator_catalog(), self._default_context())
+            self.__dict__["_ops"] = ops
+        return ops
+
+    def with_options(self, *, device: str = "", timeout: float | None = None,
+                     return_timing: bool = False,
+                     as_torch: bool | None = None) -> CallView:
+        """``call`` and ``ops`` with these options: ``device`` ("",
+        "cpu", "cuda", "cuda:N"), ``timeout`` (seconds, None: the
+        client's), ``return_timing`` (calls return ``(result, timing)``)
+        and ``as_torch`` (result tensors as torch tensors when True, numpy
+        arrays when False; None: torch when a tensor argument was one), e.g.
+        ``client.with_options(device="cuda").ops.myops.scale_shift(x, 2.0,
+        1.0)``."""
+        return CallView(self, device, timeout, return_timing, as_torch)
+
+    def refresh_operators(self) -> None:
+        """Lists the server's operators again (for ``call`` and ``ops``)."""
+        catalog = _ops.Catalog(self.list_operators())
+        self.__dict__["_op_catalog"] = catalog
+        self.__dict__.pop("_ops", None)
+
+    def _operator_catalog(self) -> _ops.Catalog:
+        catalog = self.__dict__.get("_op_catalog")
+        if catalog is None:
+            catalog = _ops.Catalog(self.list_operators())
+            self.__dict__["_op_catalog"] = catalog
+        return catalog
+
+    def _default_context(self) -> _ops.Context:
+        context = self.__dict__.get("_context")
+        if context is None:
+            context = _ops.Context(_weak_invoke(self))
+            self.__dict__["_context"] = context
+        return context
+
+
+def _weak_invoke(client: Client) -> _ops.Invoke:
+    """The invoke function of ``client.ops``: it refers to the client weakly,
+    so caching the tree in the client makes no reference cycle."""
+    ref = weakref.ref(client)
+
+    def invoke(op: str, arguments: list[tuple[str, int, Any]]) -> Any:
+        owner = ref()
+        if owner is None:
+            raise ValueError("the Client of these operators no longer exists; "
+                             "keep a reference to the Client while using "
+                             "its ops")
+        return owner._call(op, arguments, "", None)
+
+    return invoke
+
+
+class CallView:
+    """``call`` and ``ops`` of a client with a device, timeout, timing and
+    result type choice (``Client.with_options``). Holds the client."""
+
+    __slots__ = ("_client", "_context", "_ops")
+
+    def __init__(self, client: Client, device: str, timeout: float | None,
+                 return_timing: bool, as_torch: bool | None) -> None:
+        if not isinstance(device, str):
+            raise TypeError(f"device must be a str ('', 'cpu', 'cuda', "
+                            f"'cuda:N'), not {type(device).__name__}")
+
+        def invoke(op: str, arguments: list[tuple[str, int, Any]]) -> Any:
+            return client._call(op, arguments, device, timeout)
+
+        self._client = client
+        if as_torch is not None:
+            as_torch = bool(as_torch)
+            if as_torch:
+                import torch  # noqa: F401  (results are made with it)
+        self._context = _ops.Context(invoke, bool(return_timing), as_torch)
+        self._ops: _ops.Ops | None = None
+
+    def call(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
+        """As ``Client.call``, with this view's options."""
+        return self._client._operator_catalog().call(self._context, op, args,
+                                                     kwargs)
+
+    @property
+    def ops(self) -> _ops.Ops:
+        """As ``Client.ops``, with this view's options."""
+        if self._ops is None:
+            self._ops = _ops.Ops(self._client._operator_catalog(),
+                                 self._context)
+        return self._ops

@@ -98,6 +98,21 @@ open_handle(ClientObject *self)
     return handle;
 }
 
+}  // namespace
+
+int
+client_call_setup(PyObject *self, PyObject *timeout, PyObject *device,
+                  mc::CallOptions *call, ClientHandle *client)
+{
+    if (parse_call_options(as_client(self), timeout, device, call) < 0) {
+        return -1;
+    }
+    *client = open_handle(as_client(self));
+    return *client == nullptr ? -1 : 0;
+}
+
+namespace {
+
 /* ---- slots -------------------------------------------------------------- */
 
 PyObject *
@@ -518,6 +533,27 @@ PyMethodDef client_methods[] = {
      PyDoc_STR("health(service='', *, timeout=None)\n--\n\n"
                "True when the server (or `service`) is SERVING, False when "
                "not; raises Error when the check fails.")},
+    {"list_operators",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_list_operators)),
+     METH_VARARGS | METH_KEYWORDS,
+     PyDoc_STR("list_operators(*, timeout=None)\n--\n\n"
+               "The operators the server serves (and those it lists as not "
+               "served, with the reason), one dict per overload, as "
+               "myops.v1.OperatorInfo: name, overload, schema, arguments "
+               "(dicts: name, type, kind, optional, has_default, "
+               "default_value, kwarg_only), returns, devices, served, "
+               "reason.")},
+    {"_call",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_call)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_call(op, arguments, device=None, timeout=None, /)\n--\n\n"
+               "Calls a served operator with arguments in wire form, a "
+               "list of (name, field, payload) (see myops_client._values); "
+               "returns (outputs, timing), outputs as (field, payload) "
+               "pairs, tensors as Results. The GIL is released during the "
+               "call.")},
     {"close", client_close, METH_NOARGS,
      PyDoc_STR("close()\n--\n\n"
                "Close the channel (once calls in flight end). Idempotent; "

@@ -10,11 +10,17 @@
 #include <Python.h>
 
 #include <exception>
+#include <memory>
 #include <new>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "myops/client/options.h"
 #include "myops/client/results.h"
+
+namespace myops::client {
+class Client;
+}  // namespace myops::client
 
 namespace myops_python {
 
@@ -98,6 +104,24 @@ PyObject *server_info_dict(const myops::client::ServerInfo &info);
 /* A new myops_client._core.Result owning `result`'s output bytes (moved). */
 PyObject *result_from(ModuleState *state,
                       myops::client::ScaleShiftResult &&result);
+
+/* A new myops_client._core.Timing of `timing`. */
+PyObject *timing_from(ModuleState *state, const myops::client::Timing &timing);
+
+/* What every RPC method of Client needs: the call options of its `timeout`
+ * (None/NULL: the client's) and `device` (None/NULL: ""), and the C++
+ * client of an initialized, open Client (shared, so close() during the call
+ * is safe). -1 with TypeError/ValueError otherwise. */
+int client_call_setup(PyObject *self, PyObject *timeout, PyObject *device,
+                      myops::client::CallOptions *call,
+                      std::shared_ptr<myops::client::Client> *client);
+
+/* Client.list_operators(*, timeout=None) and
+ * Client._call(op, arguments, device=None, timeout=None, /): the operator
+ * table (call.cc). */
+PyObject *client_list_operators(PyObject *op, PyObject *args, PyObject *kwds);
+PyObject *client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                      PyObject *kwnames);
 
 }  // namespace myops_python
 

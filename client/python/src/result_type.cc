@@ -87,6 +87,8 @@ PyType_Slot timing_slots[] = {
     {0, NULL},
 };
 
+}  // namespace
+
 PyObject *
 timing_from(ModuleState *state, const myops::client::Timing &timing)
 {
@@ -110,6 +112,8 @@ timing_from(ModuleState *state, const myops::client::Timing &timing)
     }
     return reinterpret_cast<PyObject *>(self);
 }
+
+namespace {
 
 /* ---- Result ------------------------------------------------------------ */
 
