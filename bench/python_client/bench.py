@@ -5,6 +5,8 @@ float32 payload (1 KiB and 16 MiB by default) at concurrency 1 for:
   - cpp:     the C++ client (build/bench/latency/myops-latency, ScaleShiftInto into a
              reused buffer; its JSON is read back);
   - python:  myops_client.Client.scale_shift (numpy in, new numpy array out);
+  - python-ops: the generic call of the same operator through the operator table,
+             client.ops.myops.scale_shift (schema binding in Python, the Call RPC);
   - grpcio:  the client a Python user would write: grpcio stubs generated from
              proto/myops/v1/myops.proto by grpcio-tools into a temp dir, x.tobytes()
              in, np.frombuffer(...).reshape(...) out.
@@ -12,7 +14,8 @@ Each client runs in its own process (as the C++ tool does: grpcio's threads woul
 otherwise compete for the GIL and the cores), one after the other, in several rounds
 with the order rotated; the reported p50 is the median of the rounds' p50s. Prints
 ratios against the targets (python <= 1.3x cpp at 1 KiB, <= 1.15x at 16 MiB, and
-faster than grpcio) and writes JSON (exit status 1 when a target is missed).
+faster than grpcio), the generic call's cost over the typed one (python-ops/python,
+no target), and writes JSON (exit status 1 when a target is missed).
 
     source scripts/env.sh && myops_build   # server, myops-latency, build/python/myops_client
     python bench/python_client/bench.py [--sizes 1KiB,16MiB] [--rounds 5]
@@ -123,10 +126,12 @@ def run_cpp(address: str, sizes: list[str], args, out: pathlib.Path) -> dict:
 
 def run_worker(args) -> None:
     """Measures one Python client (args.worker) and writes {size: p50_us}."""
-    if args.worker == "python":
+    if args.worker in ("python", "python-ops"):
         sys.path.insert(0, str(BUILD / "python"))
         import myops_client
         client = myops_client.Client(args.address, timeout=120.0)
+        if args.worker == "python-ops":
+            client.scale_shift = client.ops.myops.scale_shift
     else:
         sys.path.insert(0, args.stubs)
         client = GrpcioClient(args.address, importlib.import_module("myops_pb2"),
@@ -167,7 +172,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--json", default=str(REPO / "bench" / "results" /
                                               "python_client.json"))
-    parser.add_argument("--worker", choices=["python", "grpcio"],
+    parser.add_argument("--worker", choices=["python", "python-ops", "grpcio"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
     parser.add_argument("--stubs", help=argparse.SUPPRESS)
@@ -177,7 +182,7 @@ def main() -> None:
         run_worker(args)
         return
     sizes = args.sizes.split(",")
-    names = ["cpp", "python", "grpcio"]
+    names = ["cpp", "python", "python-ops", "grpcio"]
 
     proc, address, log = start_server()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="myops-bench-"))
@@ -186,7 +191,7 @@ def main() -> None:
         rounds = []
         for r in range(args.rounds):
             p50 = {}
-            for name in names[r % 3:] + names[:r % 3]:
+            for name in names[r % len(names):] + names[:r % len(names)]:
                 out = tmp / f"{name}{r}.json"
                 if name == "cpp":
                     p50[name] = run_cpp(address, sizes, args, out)
@@ -195,7 +200,8 @@ def main() -> None:
             rounds.append(p50)
             print(f"round {r + 1}: " + "  ".join(
                 f"{size} cpp {p50['cpp'][size]:.1f} python "
-                f"{p50['python'][size]:.1f} grpcio {p50['grpcio'][size]:.1f} us"
+                f"{p50['python'][size]:.1f} python-ops {p50['python-ops'][size]:.1f} "
+                f"grpcio {p50['grpcio'][size]:.1f} us"
                 for size in sizes), flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -208,25 +214,28 @@ def main() -> None:
     results = []
     print(f"\n{'size':<8} {'cpp p50 us':>11} {'python p50 us':>14} "
           f"{'grpcio p50 us':>14} {'python/cpp':>11} {'target':>7} "
-          f"{'python/grpcio':>14}")
+          f"{'python/grpcio':>14} {'ops/python':>11}")
     ok = True
     for size in sizes:
         med = {name: statistics.median(r[name][size] for r in rounds)
-               for name in ("cpp", "python", "grpcio")}
+               for name in names}
         vs_cpp = statistics.median(r["python"][size] / r["cpp"][size]
                                    for r in rounds)
         vs_grpcio = statistics.median(r["python"][size] / r["grpcio"][size]
                                       for r in rounds)
+        ops_vs_typed = statistics.median(r["python-ops"][size] / r["python"][size]
+                                         for r in rounds)
         target = TARGETS.get(size)
         met = (target is None or vs_cpp <= target) and vs_grpcio < 1.0
         ok &= met
         print(f"{size:<8} {med['cpp']:>11.1f} {med['python']:>14.1f} "
               f"{med['grpcio']:>14.1f} {vs_cpp:>10.2f}x "
               f"{'<=%.2fx' % target if target else '':>7} {vs_grpcio:>13.2f}x"
-              f"{'' if met else '  (target missed)'}")
+              f" {ops_vs_typed:>10.2f}x{'' if met else '  (target missed)'}")
         results.append({"size": size, "bytes": parse_size(size),
                         "p50_us": med, "python_vs_cpp": vs_cpp,
                         "python_vs_grpcio": vs_grpcio,
+                        "python_ops_vs_python": ops_vs_typed,
                         "target_python_vs_cpp": target, "met": met})
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
