@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "myops/version.h"
+#include "replica_identity.h"
 
 namespace myops::server {
 
@@ -88,6 +89,33 @@ ParseResult ParseCommandLine(int argc, char** argv) {
                      "Seconds in-flight requests may take to finish after the drain delay")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_GRACE_PERIOD");
+  s.replica_name = HostName();
+  env(app.add_option("--replica-name", s.replica_name,
+                     "Name sent as response metadata \"myops-replica\" on every RPC, so "
+                     "balancing clients can tell replicas apart (default: the host name; in "
+                     "Kubernetes the pod's); empty: none")
+          ->check(CLI::Validator(
+              [](std::string& name) -> std::string {
+                if (name.size() > 256) return "at most 256 characters";
+                for (const char ch : name) {
+                  if (ch < 0x20 || ch > 0x7e) return "printable ASCII only";
+                }
+                return "";
+              },
+              "TEXT")),
+      "MYOPS_REPLICA_NAME");
+  double max_age_s = 0;
+  env(app.add_option("--max-connection-age", max_age_s,
+                     "Seconds after which a client connection gets a GOAWAY (+-10% jitter), "
+                     "so clients reconnect, re-resolve and spread onto new replicas; 0: never")
+          ->check(CLI::Range(0.0, 2147483.0)),
+      "MYOPS_MAX_CONNECTION_AGE");
+  double max_age_grace_s = 0;
+  env(app.add_option("--max-connection-age-grace", max_age_grace_s,
+                     "Seconds RPCs still open on an aged connection may take before they "
+                     "are cancelled; 0: no limit")
+          ->check(CLI::Range(0.0, 2147483.0)),
+      "MYOPS_MAX_CONNECTION_AGE_GRACE");
   env(app.add_option("--log-level", c.log_level, "error | warn | info | debug")
           ->check(CLI::IsMember({"error", "warn", "info", "debug"})),
       "MYOPS_LOG_LEVEL");
@@ -124,6 +152,9 @@ ParseResult ParseCommandLine(int argc, char** argv) {
   s.limits.tensor.max_bytes = s.limits.max_message_bytes;
   c.drain_delay = std::chrono::milliseconds(static_cast<int64_t>(drain_s * 1000));
   c.grace_period = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+  s.max_connection_age = std::chrono::milliseconds(static_cast<int64_t>(max_age_s * 1000));
+  s.max_connection_age_grace =
+      std::chrono::milliseconds(static_cast<int64_t>(max_age_grace_s * 1000));
   return r;
 }
 

@@ -6,11 +6,14 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "myops/version.h"
+#include "replica_identity.h"
 
 namespace myops::server {
 namespace {
@@ -126,6 +129,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // MiB above a 256 MiB budget with it, 350 without). The cost: a request over 64 KiB
   // waits one round trip for its window (p50 +20-30 us at 64-256 KiB, bench/README.md).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto millis = [&clamp](std::chrono::milliseconds ms) { return clamp(ms.count()); };
+  if (options.max_connection_age.count() > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, millis(options.max_connection_age));
+    if (options.max_connection_age_grace.count() > 0) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                                 millis(options.max_connection_age_grace));
+    }
+  }
+  if (!options.replica_name.empty()) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(ReplicaMetadataFactory(options.replica_name));
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   // Sized so that one message of the largest size can still arrive (and be refused with
   // a precise status) when the budget is full: below that, gRPC resets streams itself.
   grpc::ResourceQuota quota("myops-server");
@@ -204,6 +220,7 @@ std::string Server::Describe() const {
       " | devices: ", executor_->devices().Names(), " | operators: ", ServedOps(info), " | torch ",
       info.torch_version,
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
+      options_.replica_name.empty() ? "" : absl::StrCat(" | replica ", options_.replica_name),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
       " max_inflight_bytes=", service_->budget().limit(), " max_streams=", limits.max_streams,

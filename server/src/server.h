@@ -38,6 +38,16 @@ struct ServerOptions {
   // When set, every myops.v1.Myops call must carry "authorization: Bearer <token>" with
   // the token in this file (one line); grpc.health.v1 and reflection stay open.
   std::string auth_token_file;
+  // Sent as initial metadata "myops-replica" on every response (replica_identity.h), so
+  // clients can tell replicas apart. "" sends none.
+  std::string replica_name;
+  // Connections older than this get a GOAWAY (gRPC's GRPC_ARG_MAX_CONNECTION_AGE_MS, with
+  // +-10% jitter): clients reconnect and re-resolve, so long-lived ones spread onto
+  // replicas added since. 0: connections live forever.
+  std::chrono::milliseconds max_connection_age{0};
+  // After that GOAWAY, how long RPCs still open on the old connection may take before
+  // they are cancelled (GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS). 0: no limit.
+  std::chrono::milliseconds max_connection_age_grace{0};
 };
 
 // Owns the executor, the service and the grpc::Server. port() and Describe() are
