@@ -1,5 +1,6 @@
 // An in-process echo server (bench/echo_server's EchoService) on a free localhost port,
-// with the default gRPC health service, for the client tests.
+// with the default gRPC health service, for the client tests; optionally naming itself
+// as a replica ("myops-replica" response metadata, as myops-server does).
 #ifndef MYOPS_TESTS_CLIENT_ECHO_TEST_SERVER_H_
 #define MYOPS_TESTS_CLIENT_ECHO_TEST_SERVER_H_
 
@@ -10,12 +11,15 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include "echo_service.h"
 
@@ -26,9 +30,16 @@ class EchoTestServer {
  public:
   static constexpr int kMaxMessageBytes = 1 << 30;
 
-  EchoTestServer() : service_({kMaxMessageBytes}) {
+  // `replica`: sent as "myops-replica" initial metadata on every response; "" sends none.
+  explicit EchoTestServer(std::string replica = "")
+      : service_({kMaxMessageBytes}), replica_(std::move(replica)) {
     grpc::EnableDefaultHealthCheckService(true);  // Global: affects servers built after.
     grpc::ServerBuilder builder;
+    if (!replica_.empty()) {
+      std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> f;
+      f.push_back(std::make_unique<ReplicaFactory>(&replica_));
+      builder.experimental().SetInterceptorCreators(std::move(f));
+    }
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
     builder.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -45,7 +56,34 @@ class EchoTestServer {
   grpc::HealthCheckServiceInterface* health() { return server_->GetHealthCheckService(); }
 
  private:
+  class ReplicaInterceptor final : public grpc::experimental::Interceptor {
+   public:
+    explicit ReplicaInterceptor(const std::string* name) : name_(name) {}
+    void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+      if (methods->QueryInterceptionHookPoint(
+              grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+        methods->GetSendInitialMetadata()->emplace("myops-replica", *name_);
+      }
+      methods->Proceed();
+    }
+
+   private:
+    const std::string* name_;
+  };
+  class ReplicaFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+   public:
+    explicit ReplicaFactory(const std::string* name) : name_(name) {}
+    grpc::experimental::Interceptor* CreateServerInterceptor(
+        grpc::experimental::ServerRpcInfo*) override {
+      return new ReplicaInterceptor(name_);
+    }
+
+   private:
+    const std::string* name_;
+  };
+
   myops::echo::EchoService service_;
+  const std::string replica_;  // Before server_: outlives it.
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
 };

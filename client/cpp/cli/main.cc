@@ -56,6 +56,7 @@ struct GlobalFlags {
   int64_t deadline_ms = 30000;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;  // PEM files; "" = plaintext
   std::string token_file;                                  // Bearer token; "" = none
+  std::string load_balancing = "round_robin";              // Or "pick_first".
 };
 
 struct ScaleShiftFlags {
@@ -97,6 +98,9 @@ absl::StatusOr<std::unique_ptr<Client>> Connect(const GlobalFlags& flags) {
   client::ClientOptions options;
   options.target = flags.target;
   options.default_deadline = std::chrono::milliseconds(flags.deadline_ms);
+  options.load_balancing = flags.load_balancing == "pick_first"
+                               ? client::LoadBalancing::kPickFirst
+                               : client::LoadBalancing::kRoundRobin;
   const std::pair<const std::string*, std::string*> pems[] = {
       {&flags.tls_ca, &options.tls.root_ca_pem},
       {&flags.tls_cert, &options.tls.client_cert_pem},
@@ -155,7 +159,8 @@ std::string Describe(const client::TensorView& t) {
 }
 
 void PrintTiming(const client::Timing& t) {
-  std::cout << "server      device " << (t.device.empty() ? "?" : t.device) << " | decode "
+  std::cout << "server      " << (t.replica.empty() ? "" : "replica " + t.replica + " | ")
+            << "device " << (t.device.empty() ? "?" : t.device) << " | decode "
             << Micros(t.decode_ns) << " | queue " << Micros(t.queue_ns) << " | compute "
             << Micros(t.compute_ns) << " | encode " << Micros(t.encode_ns) << " | total "
             << Micros(t.total_ns) << "\n";
@@ -365,6 +370,11 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--deadline-ms", global.deadline_ms, "Deadline of each call, ms")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--load-balancing", global.load_balancing,
+                 "How calls spread over the addresses the target resolves to (e.g. "
+                 "dns:///myops-headless.NS.svc:50051 or ipv4:HOST:PORT,HOST:PORT)")
+      ->check(CLI::IsMember({"round_robin", "pick_first"}))
       ->capture_default_str();
   // No environment variables: in the server's image MYOPS_TLS_* configure the server.
   app.add_option("--tls-ca", global.tls_ca, "TLS: PEM file of the CA to trust (enables TLS)");

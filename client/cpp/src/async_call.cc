@@ -63,8 +63,9 @@ class AsyncUnaryCall {
   void Finish(grpc::Status status) {
     RawUnaryDone done = std::move(done_);
     grpc::ByteBuffer response = std::move(response_);
+    std::string replica = status.ok() ? ServingReplica(*context_) : "";
     delete this;  // Frees the request before the response is decoded and user code runs.
-    done(std::move(status), std::move(response));
+    done(std::move(status), std::move(response), std::move(replica));
   }
 
   std::shared_ptr<ClientCore> core_;
@@ -96,10 +97,13 @@ void StartAsyncScaleShift(std::shared_ptr<ClientCore> core, const TensorView& x,
   const grpc::internal::RpcMethod& method = *core->scale_shift;
   StartAsyncUnary(std::move(core), method, std::move(request), deadline,
                   [dtype = x.dtype, shape = x.shape, done = std::move(done)](
-                      grpc::Status status, grpc::ByteBuffer response) {
+                      grpc::Status status, grpc::ByteBuffer response, std::string replica) {
                     const TensorView expected{dtype, shape, nullptr, 0};
-                    done(status.ok() ? DecodeResponseBytes(response, &expected)
-                                     : absl::StatusOr<ScaleShiftResult>(ToAbslStatus(status)));
+                    absl::StatusOr<ScaleShiftResult> result =
+                        status.ok() ? DecodeResponseBytes(response, &expected)
+                                    : absl::StatusOr<ScaleShiftResult>(ToAbslStatus(status));
+                    if (result.ok()) result->timing.replica = std::move(replica);
+                    done(std::move(result));
                   });
 }
 

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include <grpcpp/impl/rpc_method.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -19,8 +20,9 @@ namespace myops::client::internal {
 
 struct ClientCore;
 
-// Receives a raw call's final status and (when OK) its response bytes.
-using RawUnaryDone = std::function<void(grpc::Status, grpc::ByteBuffer)>;
+// Receives a raw call's final status, (when OK) its response bytes, and the replica that
+// answered (ServingReplica; "" if none or the call failed).
+using RawUnaryDone = std::function<void(grpc::Status, grpc::ByteBuffer, std::string)>;
 
 // Starts the raw unary call of `method` (owned by `core`) with `request`, retried as the
 // blocking calls are until `deadline`; `done` runs once on a gRPC thread, after the call

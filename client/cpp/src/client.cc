@@ -25,9 +25,11 @@ namespace v1 = ::myops::v1;
 using internal::Clock;
 
 // The blocking raw unary ScaleShift of a validated `x`, with retries: the response's
-// wire bytes into `response`, or the call's failure.
+// wire bytes into `response` and the replica that served it into `replica`, or the call's
+// failure.
 absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& x, double alpha,
-                            double beta, const CallOptions& options, grpc::ByteBuffer* response) {
+                            double beta, const CallOptions& options, grpc::ByteBuffer* response,
+                            std::string* replica) {
   const grpc::ByteBuffer request =
       internal::EncodeRequestBytes(x, alpha, beta, options.device, *core.send_buffers);
   return internal::ToAbslStatus(internal::CallWithRetries(
@@ -35,8 +37,10 @@ absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& 
       [&](grpc::ClientContext* context) {
         core.Authorize(context);
         response->Clear();
-        return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+        grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
             core.channel.get(), *core.scale_shift, context, request, response);
+        *replica = internal::ServingReplica(*context);
+        return status;
       }));
 }
 
@@ -82,11 +86,14 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
     return status;
   }
   grpc::ByteBuffer response;
-  if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response);
+  std::string replica;
+  if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response, &replica);
       !status.ok()) {
     return status;
   }
-  return internal::DecodeResponseBytes(response, &x);
+  absl::StatusOr<ScaleShiftResult> result = internal::DecodeResponseBytes(response, &x);
+  if (result.ok()) result->timing.replica = std::move(replica);
+  return result;
 }
 
 absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
@@ -99,11 +106,14 @@ absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha,
   }
   if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
   grpc::ByteBuffer response;
-  if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response);
+  std::string replica;
+  if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response, &replica);
       !status.ok()) {
     return status;
   }
-  return internal::DecodeResponseBytesInto(response, out);
+  absl::StatusOr<Timing> timing = internal::DecodeResponseBytesInto(response, out);
+  if (timing.ok()) timing->replica = std::move(replica);
+  return timing;
 }
 
 void Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,

@@ -50,7 +50,7 @@ void Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
   internal::StartAsyncUnary(
       core_, *core_->call, internal::EncodeCallRequest(call, *core_->send_buffers),
       internal::CallDeadline(core_->options, options),
-      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response) {
+      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response, std::string) {
         done(status.ok() ? internal::DecodeCallResponse(response)
                          : absl::StatusOr<CallResult>(internal::ToAbslStatus(status)));
       });

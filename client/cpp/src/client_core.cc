@@ -52,6 +52,11 @@ absl::Status ValidateClientOptions(const ClientOptions& options) {
                      "); expected characters 0x21..0x7e");
     }
   }
+  if (options.load_balancing != LoadBalancing::kRoundRobin &&
+      options.load_balancing != LoadBalancing::kPickFirst) {
+    return invalid("load_balancing is ", static_cast<int>(options.load_balancing),
+                   "; expected kRoundRobin or kPickFirst");
+  }
   const TlsOptions& tls = options.tls;
   if (tls.client_cert_pem.empty() != tls.client_key_pem.empty()) {
     return invalid(
@@ -84,6 +89,9 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
   grpc::ChannelArguments args;
   for (const auto& [key, value] : options.int_channel_args) args.SetInt(key, value);
   for (const auto& [key, value] : options.string_channel_args) args.SetString(key, value);
+  if (options.string_channel_args.count(GRPC_ARG_SERVICE_CONFIG) == 0) {
+    args.SetServiceConfigJSON(ServiceConfigJson(options));
+  }
   if (options.int_channel_args.count(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH) == 0) {
     args.SetMaxSendMessageSize(options.max_message_bytes);
   }
@@ -113,6 +121,23 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
   }
   core->options = std::move(options);
   return core;
+}
+
+std::string ServiceConfigJson(const ClientOptions& options) {
+  if (options.load_balancing == LoadBalancing::kPickFirst) {
+    return R"({"loadBalancingConfig":[{"pick_first":{}}]})";
+  }
+  // Health of service "": the server as a whole (myops-server flips it on SIGTERM).
+  return options.health_checking ? R"({"loadBalancingConfig":[{"round_robin":{}}],)"
+                                   R"("healthCheckConfig":{"serviceName":""}})"
+                                 : R"({"loadBalancingConfig":[{"round_robin":{}}]})";
+}
+
+std::string ServingReplica(const grpc::ClientContext& context) {
+  const auto& metadata = context.GetServerInitialMetadata();
+  const auto found = metadata.find(kReplicaMetadataKey);
+  if (found == metadata.end()) return "";
+  return std::string(found->second.data(), found->second.size());
 }
 
 void ClientCore::Authorize(grpc::ClientContext* context) const {

@@ -44,6 +44,17 @@ struct ClientCore {
   void Authorize(grpc::ClientContext* context) const;
 };
 
+// The initial-metadata key under which servers name their replica.
+inline constexpr char kReplicaMetadataKey[] = "myops-replica";
+
+// The replica named in the server's initial metadata of a call made with `context`
+// (received: after the call ended, or after a stream's first read); "" if none.
+std::string ServingReplica(const grpc::ClientContext& context);
+
+// The default service config of a channel with these options: the load balancing policy
+// and, with round_robin, the health-checked service. JSON.
+std::string ServiceConfigJson(const ClientOptions& options);
+
 // InvalidArgumentError naming the first bad field of `options`.
 absl::Status ValidateClientOptions(const ClientOptions& options);
 

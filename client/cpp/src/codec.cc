@@ -162,8 +162,14 @@ void EncodeRequest(const TensorView& input, double alpha, double beta, const std
 }
 
 Timing DecodeTiming(const v1::Timing& timing) {
-  return Timing{timing.decode_ns(), timing.queue_ns(), timing.compute_ns(),
-                timing.encode_ns(), timing.total_ns(), timing.device()};
+  Timing decoded;
+  decoded.decode_ns = timing.decode_ns();
+  decoded.queue_ns = timing.queue_ns();
+  decoded.compute_ns = timing.compute_ns();
+  decoded.encode_ns = timing.encode_ns();
+  decoded.total_ns = timing.total_ns();
+  decoded.device = timing.device();
+  return decoded;  // The replica comes from the call's metadata, not the message.
 }
 
 absl::StatusOr<ScaleShiftResult> TakeResult(v1::ScaleShiftResponse* response,

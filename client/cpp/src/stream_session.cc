@@ -36,9 +36,12 @@ absl::StatusOr<uint64_t> StreamSession::Send(const TensorView& x, double alpha, 
 absl::Status StreamSession::CloseSend() { return impl_->CloseSend(); }
 
 absl::StatusOr<StreamResult> StreamSession::Receive() {
-  return impl_->Receive([](myops::v1::ScaleShiftStreamResponse* response) {
-    return internal::TakeStreamResult(response);
-  });
+  absl::StatusOr<StreamResult> result =
+      impl_->Receive([](myops::v1::ScaleShiftStreamResponse* response) {
+        return internal::TakeStreamResult(response);
+      });
+  if (result.ok() && result->result.ok()) result->result->timing.replica = impl_->replica();
+  return result;
 }
 
 absl::Status StreamSession::Close() { return impl_->Close(); }

@@ -133,6 +133,13 @@ class StreamCall {
     return discarded_;
   }
 
+  // The replica serving the stream (ServingReplica), once a response has been received;
+  // "" before, or when the server names none. A stream stays on one replica.
+  std::string replica() const ABSL_LOCKS_EXCLUDED(read_mu_) {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    return replica_;
+  }
+
  private:
   // Reads one response into response_; on the end of the stream, finishes the call.
   // Returns false when the stream has ended (final_status_ is then set).
@@ -140,6 +147,10 @@ class StreamCall {
     if (finished_) return false;
     if (stream_->Read(&response_)) {
       received_.fetch_add(1);
+      if (!replica_known_) {  // A read that returned a message had the metadata first.
+        replica_ = ServingReplica(context_);
+        replica_known_ = true;
+      }
       return true;
     }
     // The server has ended the stream (or it failed): no write may run during Finish.
@@ -186,6 +197,9 @@ class StreamCall {
   // Written under read_mu_; read by Send too (to explain a write the deadline ended).
   std::atomic<int64_t> received_{0};
   int64_t discarded_ ABSL_GUARDED_BY(read_mu_) = 0;
+  // The server's replica (ServingReplica), read once its initial metadata has arrived.
+  std::string replica_ ABSL_GUARDED_BY(read_mu_);
+  bool replica_known_ ABSL_GUARDED_BY(read_mu_) = false;
 
   std::mutex write_mu_ ABSL_ACQUIRED_AFTER(read_mu_);
   Request request_ ABSL_GUARDED_BY(write_mu_);

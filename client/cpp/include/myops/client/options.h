@@ -33,6 +33,18 @@ struct RetryPolicy {
   double multiplier = 2.0;
 };
 
+// How a client spreads its calls over the addresses its target resolves to (a headless
+// Kubernetes Service's pods, "ipv4:10.0.0.1:50051,10.0.0.2:50051", ...).
+enum class LoadBalancing {
+  // gRPC's round_robin: one connection per address, each call on the next ready one, so
+  // every replica gets an even share; an address that fails or (with health checking,
+  // ClientOptions::health_checking) reports NOT_SERVING is skipped until it is back.
+  kRoundRobin,
+  // gRPC's pick_first: one connection, to the first address that answers; every call
+  // goes there until it fails.
+  kPickFirst,
+};
+
 // Transport security. Empty root_ca_pem = plaintext (insecure channel credentials).
 struct TlsOptions {
   // PEM root certificates used to verify the server. Empty = no TLS.
@@ -48,6 +60,21 @@ struct ClientOptions {
   // gRPC target, e.g. "localhost:50051", "dns:///myops.internal:50051",
   // "unix:///tmp/myops.sock".
   std::string target = "localhost:50051";
+  // Balancing over the target's addresses. The name is resolved again whenever a
+  // connection closes (a replica went away, or the server's --max-connection-age sent a
+  // GOAWAY), so replicas added or removed behind a DNS name are picked up; gRPC's DNS
+  // resolver waits at least "grpc.dns_min_time_between_resolutions_ms" (30 s by default;
+  // int_channel_args can lower it) between resolutions. A stream stays on the replica it
+  // started on. Retries (RetryPolicy) pick the next ready replica.
+  LoadBalancing load_balancing = LoadBalancing::kRoundRobin;
+  // With kRoundRobin, each connection watches the server's overall grpc.health.v1 status
+  // (service ""); a replica that is not SERVING (a draining one, after SIGTERM) gets no
+  // new calls, which go to the other replicas. For targets with many replicas (a
+  // headless Service): with one address (a ClusterIP Service, one server) a draining
+  // server would fail calls at once instead of serving them during its drain delay. A
+  // server without the health service counts as serving; one that answers the health
+  // Watch with an error or never answers it gets no calls.
+  bool health_checking = false;
   // Deadline of every call that does not set CallOptions::deadline. For a stream it
   // bounds the whole session. In (0, kMaxDeadline].
   std::chrono::milliseconds default_deadline{std::chrono::seconds(30)};

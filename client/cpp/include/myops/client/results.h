@@ -24,6 +24,10 @@ struct Timing {
   int64_t encode_ns = 0;   // Preparing the response tensor.
   int64_t total_ns = 0;    // Handler receiving the request -> response ready to send.
   std::string device;      // The device that ran the operator, e.g. "cpu", "cuda:0".
+  // The replica that served the call: the server's "myops-replica" response metadata
+  // (its --replica-name; by default its host name, in Kubernetes its pod's name). Empty
+  // when the server sent none.
+  std::string replica;
 };
 
 // Output of scale_shift (alpha * x + beta: x's dtype and shape) and the server's timing.
