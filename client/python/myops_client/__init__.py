@@ -70,12 +70,22 @@ _Self = TypeVar("_Self", bound="Client")
 
 
 class Client(_CoreClient):
-    """A client of one myops server (one gRPC channel); thread-safe.
+    """A client of a myops server or of its replicas (one gRPC channel);
+    thread-safe.
 
     Client(target, *, timeout=30.0, max_message_bytes=2**30, retries=2,
            retry_backoff=0.1, max_retry_backoff=2.0, root_certificates=None,
            private_key=None, certificate_chain=None, channel_args=None,
-           token=None)
+           token=None, load_balancing="round_robin", health_checking=False)
+
+    A ``target`` that resolves to many addresses
+    (``"dns:///myops-headless.NS.svc:50051"``,
+    ``"ipv4:10.0.0.1:50051,10.0.0.2:50051"``) is balanced call by call
+    (``load_balancing="round_robin"``; ``"pick_first"`` sticks to one
+    address). ``health_checking=True`` (for many replicas, e.g. a headless
+    Service) sends no new calls to a replica whose health is not SERVING (one
+    draining after SIGTERM). ``timing.replica`` names the replica that served
+    a call.
 
     ``timeout`` (seconds) is the deadline of every call that does not pass
     its own; UNAVAILABLE is retried ``retries`` times (0 to 999) with

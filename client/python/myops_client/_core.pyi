@@ -32,7 +32,7 @@ class Unauthenticated(Error): ...
 DTYPES: tuple[tuple[int, str, int, str | None, bool], ...]
 
 class Timing:
-    """The server's timing of one call (ns) and the device that ran it."""
+    """The server's timing of one call (ns), its device and replica."""
     @property
     def decode_ns(self) -> int: ...
     @property
@@ -45,6 +45,8 @@ class Timing:
     def total_ns(self) -> int: ...
     @property
     def device(self) -> str: ...
+    @property
+    def replica(self) -> str: ...
 
 class Result(Buffer):
     """Output bytes of one call; exports them via the buffer protocol."""
@@ -77,6 +79,8 @@ class Client:
         certificate_chain: str | bytes | None = None,
         channel_args: dict[str, int | str] | None = None,
         token: str | None = None,
+        load_balancing: str = "round_robin",
+        health_checking: bool = False,
     ) -> None: ...
     @property
     def target(self) -> str: ...

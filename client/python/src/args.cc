@@ -126,6 +126,32 @@ parse_pem(PyObject *value, const char *what, std::string *out)
 
 /* Optional bearer token: None or a str of visible ASCII. */
 int
+parse_load_balancing(PyObject *value, mc::LoadBalancing *out)
+{
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError,
+                     "load_balancing must be a str, not %.200s",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    if (PyUnicode_CompareWithASCIIString(value, "round_robin") == 0) {
+        *out = mc::LoadBalancing::kRoundRobin;
+        return 0;
+    }
+    if (PyUnicode_CompareWithASCIIString(value, "pick_first") == 0) {
+        *out = mc::LoadBalancing::kPickFirst;
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "load_balancing is %R; expected 'round_robin' or 'pick_first'",
+                 value);
+    return -1;
+}
+
+int
 parse_token(PyObject *value, std::string *out)
 {
     if (value == NULL || value == Py_None) {

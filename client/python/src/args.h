@@ -48,6 +48,9 @@ int parse_token(PyObject *value, std::string *out);
 /* channel_args: a dict of gRPC channel argument names to int or str. */
 int parse_channel_args(PyObject *value, mc::ClientOptions *options);
 
+/* load_balancing: None, "round_robin" or "pick_first". */
+int parse_load_balancing(PyObject *value, mc::LoadBalancing *out);
+
 /* Dims of a shape argument (a tuple, or a list, of ints >= 0). */
 int parse_shape(PyObject *value, std::vector<int64_t> *shape);
 

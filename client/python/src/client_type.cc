@@ -149,20 +149,23 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
                                        "certificate_chain",
                                        "channel_args",
                                        "token",
+                                       "load_balancing",
+                                       "health_checking",
                                        NULL};
         PyObject *target = NULL, *timeout_obj = NULL, *root = NULL;
         PyObject *key = NULL, *chain = NULL, *channel_args = NULL;
         PyObject *max_message_bytes_obj = NULL, *retries_obj = NULL;
-        PyObject *token = NULL;
+        PyObject *token = NULL, *load_balancing = NULL;
+        int health_checking = 0;
         long long max_message_bytes = 1LL << 30;
         long long retries = 2;
         double retry_backoff = 0.1, max_retry_backoff = 2.0;
-        if (!PyArg_ParseTupleAndKeywords(args, kwds, "U|$OOOddOOOOO:Client",
-                                         const_cast<char **>(kwlist), &target,
-                                         &timeout_obj, &max_message_bytes_obj,
-                                         &retries_obj, &retry_backoff,
-                                         &max_retry_backoff, &root, &key,
-                                         &chain, &channel_args, &token)) {
+        if (!PyArg_ParseTupleAndKeywords(
+                args, kwds, "U|$OOOddOOOOOOp:Client",
+                const_cast<char **>(kwlist), &target, &timeout_obj,
+                &max_message_bytes_obj, &retries_obj, &retry_backoff,
+                &max_retry_backoff, &root, &key, &chain, &channel_args, &token,
+                &load_balancing, &health_checking)) {
             return -1;
         }
         double timeout = kDefaultTimeout;
@@ -212,9 +215,12 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
             parse_pem(chain, "certificate_chain",
                       &options.tls.client_cert_pem) < 0 ||
             parse_channel_args(channel_args, &options) < 0 ||
-            parse_token(token, &options.auth_token) < 0) {
+            parse_token(token, &options.auth_token) < 0 ||
+            parse_load_balancing(load_balancing, &options.load_balancing) <
+                0) {
             return -1;
         }
+        options.health_checking = health_checking != 0;
         absl::StatusOr<std::unique_ptr<mc::Client>> client =
             mc::Client::Create(std::move(options));
         if (!client.ok()) {
@@ -567,8 +573,10 @@ PyType_Slot client_slots[] = {
          "Client(target, *, timeout=30.0, max_message_bytes=2**30, "
          "retries=2, retry_backoff=0.1, max_retry_backoff=2.0, "
          "root_certificates=None, private_key=None, certificate_chain=None, "
-         "channel_args=None, token=None)\n--\n\n"
-         "A client of one myops server over one gRPC channel; thread-safe.")},
+         "channel_args=None, token=None, load_balancing='round_robin', "
+         "health_checking=False)\n--\n\n"
+         "A client of a myops server, or of its replicas behind one name, over "
+         "one gRPC channel; thread-safe.")},
     {Py_tp_new, reinterpret_cast<void *>(client_new)},
     {Py_tp_init, reinterpret_cast<void *>(client_init)},
     {Py_tp_dealloc, reinterpret_cast<void *>(client_dealloc)},

@@ -35,7 +35,8 @@ struct TimingObject {
     long long compute_ns;
     long long encode_ns;
     long long total_ns;
-    PyObject *device; /* str */
+    PyObject *device;  /* str */
+    PyObject *replica; /* str */
 };
 
 void
@@ -44,6 +45,7 @@ timing_dealloc(PyObject *op)
     TimingObject *self = reinterpret_cast<TimingObject *>(op);
     PyTypeObject *tp = Py_TYPE(op);
     Py_CLEAR(self->device);
+    Py_CLEAR(self->replica);
     tp->tp_free(op);
     Py_DECREF(tp);
 }
@@ -54,9 +56,9 @@ timing_repr(PyObject *op)
     TimingObject *self = reinterpret_cast<TimingObject *>(op);
     return PyUnicode_FromFormat(
         "Timing(decode_ns=%lld, queue_ns=%lld, compute_ns=%lld, "
-        "encode_ns=%lld, total_ns=%lld, device=%R)",
+        "encode_ns=%lld, total_ns=%lld, device=%R, replica=%R)",
         self->decode_ns, self->queue_ns, self->compute_ns, self->encode_ns,
-        self->total_ns, self->device);
+        self->total_ns, self->device, self->replica);
 }
 
 PyMemberDef timing_members[] = {
@@ -73,6 +75,9 @@ PyMemberDef timing_members[] = {
      PyDoc_STR("Request received to response ready, ns (server side).")},
     {"device", Py_T_OBJECT_EX, offsetof(TimingObject, device), Py_READONLY,
      PyDoc_STR("The device that ran the operator, e.g. 'cpu', 'cuda:0'.")},
+    {"replica", Py_T_OBJECT_EX, offsetof(TimingObject, replica), Py_READONLY,
+     PyDoc_STR("The server replica that served the call (its --replica-name, "
+               "by default its host name); '' when the server sent none.")},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -80,7 +85,8 @@ PyType_Slot timing_slots[] = {
     {Py_tp_doc,
      const_cast<char *>(
          "Where the server spent the time of one request (nanoseconds of "
-         "wall time) and the device it ran on. Read-only.")},
+         "wall time), the device it ran on and the replica that served "
+         "it. Read-only.")},
     {Py_tp_dealloc, reinterpret_cast<void *>(timing_dealloc)},
     {Py_tp_repr, reinterpret_cast<void *>(timing_repr)},
     {Py_tp_members, timing_members},
@@ -107,6 +113,13 @@ timing_from(ModuleState *state, const myops::client::Timing &timing)
         timing.device.data(), static_cast<Py_ssize_t>(timing.device.size()),
         "replace");
     if (self->device == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->replica = PyUnicode_DecodeUTF8(
+        timing.replica.data(), static_cast<Py_ssize_t>(timing.replica.size()),
+        "replace");
+    if (self->replica == NULL) {
         Py_DECREF(self);
         return NULL;
     }
