@@ -63,9 +63,18 @@ int main(int argc, char** argv) {
   double duration_s = 5, warmup_s = 1;
   int64_t deadline_ms = 10000;
   bool quiet = false;
-  app.add_option("--target", base.target, "HOST:PORT")
+  app.add_option("--target", base.target,
+                 "HOST:PORT, or many replicas: dns:///NAME:PORT (a headless Service), "
+                 "ipv4:HOST:PORT,HOST:PORT")
       ->envname("MYOPS_TARGET")
       ->capture_default_str();
+  std::string load_balancing = "round_robin";
+  app.add_option("--load-balancing", load_balancing,
+                 "round_robin (each request to the next replica) | pick_first (one replica)")
+      ->check(CLI::IsMember({"round_robin", "pick_first"}))
+      ->capture_default_str();
+  app.add_flag("--health-checking", base.health_checking,
+               "round_robin: send nothing to replicas whose health is not SERVING (draining)");
   app.add_option("--concurrency", concurrency, "Requests in flight (closed loop); a list sweeps")
       ->delimiter(',')
       ->capture_default_str();
@@ -148,6 +157,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   base.dtype = *parsed_dtype;
+  base.load_balancing = load_balancing == "pick_first" ? myops::client::LoadBalancing::kPickFirst
+                                                       : myops::client::LoadBalancing::kRoundRobin;
   base.window = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
   base.warmup = std::chrono::milliseconds(static_cast<int64_t>(warmup_s * 1000));
   base.deadline = std::chrono::milliseconds(deadline_ms);

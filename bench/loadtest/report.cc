@@ -1,6 +1,9 @@
 // Load-test reports (see report.h).
 #include "report.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -73,6 +76,24 @@ std::string ProgressLine(const LoadSpec& spec, const Stats& s, bool warmup) {
                          s.error_count());
 }
 
+std::string ReplicaLine(const Stats& s) {
+  if (s.replicas.empty() || (s.replicas.size() == 1 && s.replicas.begin()->first.empty())) {
+    return "";
+  }
+  int64_t total = 0;
+  for (const auto& [name, count] : s.replicas) total += count;
+  const double mean = static_cast<double>(total) / static_cast<double>(s.replicas.size());
+  double deviation = 0;
+  std::vector<std::string> parts;
+  for (const auto& [name, count] : s.replicas) {
+    parts.push_back(absl::StrFormat("%s %d (%.1f%%)", name.empty() ? "(unnamed)" : name, count,
+                                    100.0 * static_cast<double>(count) / total));
+    deviation = std::max(deviation, std::abs(static_cast<double>(count) - mean) / mean);
+  }
+  return absl::StrFormat("%s | max deviation from the mean %.1f%%", absl::StrJoin(parts, ", "),
+                         100 * deviation);
+}
+
 std::string Table(const std::vector<Point>& points) {
   std::string out = absl::StrFormat("%-20s %-8s %10s %8s %9s %9s %9s %9s %9s %9s %7s %s\n", "mode",
                                     "payload", "req/s", "GB/s", "p50 us", "p90 us", "p99 us",
@@ -87,6 +108,9 @@ std::string Table(const std::vector<Point>& points) {
         Us(s.latency.Percentile(0.99)), Us(s.latency.Percentile(0.999)), Us(s.latency.max()),
         s.error_count(), p.result.stable ? "yes" : "NO");
     for (const auto& [code, count] : s.errors) out += absl::StrFormat("    %s: %d\n", code, count);
+    if (const std::string line = ReplicaLine(s); !line.empty()) {
+      out += absl::StrCat("    replicas: ", line, "\n");
+    }
   }
   out += "server-side breakdown (mean / p99, us):\n";
   for (const auto& p : points) {
@@ -114,18 +138,28 @@ std::string Json(const std::vector<Point>& points) {
     }
     for (const auto& [code, count] : s.errors)
       errors.push_back(absl::StrFormat("\"%s\": %d", code, count));
+    std::vector<std::string> replicas;  // Names are printable ASCII: escape '"' and '\\'.
+    for (const auto& [name, count] : s.replicas) {
+      std::string escaped;
+      for (const char c : name) {
+        if (c == '"' || c == '\\') escaped += '\\';
+        escaped += c;
+      }
+      replicas.push_back(absl::StrFormat("\"%s\": %d", escaped, count));
+    }
     rows.push_back(absl::StrFormat(
         "    {\"target\": \"%s\", \"mode\": \"%s\", \"concurrency\": %d, \"rate\": %g, "
         "\"poisson\": %s, \"streaming\": %s, \"connections\": %d, %s, "
         "\"payload_bytes\": %d,\n     \"seconds\": %.4f, \"requests_ok\": %d, "
-        "\"errors\": %d, \"errors_by_code\": {%s}, \"throughput_rps\": %.3f, "
+        "\"errors\": %d, \"errors_by_code\": {%s}, \"requests_by_replica\": {%s}, "
+        "\"throughput_rps\": %.3f, "
         "\"payload_gb_per_s\": %.6f,\n     \"latency_us\": {%s, \"max\": %.3f, \"mean\": %.3f},\n"
         "     \"server_us\": {%s, %s, %s, %s, %s},\n     \"stable\": %s, "
         "\"window_throughput_rps\": [%s]}",
         p.spec.target, p.spec.rate > 0 ? "open" : "closed", p.spec.concurrency, p.spec.rate,
         p.spec.poisson ? "true" : "false", p.spec.streaming ? "true" : "false", p.spec.connections,
         WhatRuns(p.spec), PayloadBytes(p.spec), s.seconds, s.ok, s.error_count(),
-        absl::StrJoin(errors, ", "), s.throughput(),
+        absl::StrJoin(errors, ", "), absl::StrJoin(replicas, ", "), s.throughput(),
         s.seconds > 0 ? static_cast<double>(s.payload_bytes) / s.seconds / 1e9 : 0.0,
         absl::StrJoin(q, ", "), Us(s.latency.max()), s.latency.mean() / 1000,
         Breakdown("decode", s.decode), Breakdown("queue", s.queue), Breakdown("compute", s.compute),

@@ -20,6 +20,10 @@ int64_t PayloadBytes(const LoadSpec& spec);  // input tensor bytes
 // A one-line progress update (throughput, p50/p99, errors so far).
 std::string ProgressLine(const LoadSpec& spec, const Stats& so_far, bool warmup);
 
+// "r0 1002 (33.4%), r1 998 (33.3%), ... | max deviation from the mean 0.3%": the
+// successful requests of `s` per replica; "" when no server named its replica.
+std::string ReplicaLine(const Stats& s);
+
 // The table printed at the end of a run (one row per point) and the server breakdown.
 std::string Table(const std::vector<Point>& points);
 

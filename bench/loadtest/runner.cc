@@ -36,6 +36,7 @@ class Collector {
     s_.compute.Record(t.compute_ns);
     s_.encode.Record(t.encode_ns);
     s_.server_total.Record(t.total_ns);
+    s_.replicas[t.replica]++;
     done_.fetch_add(1, std::memory_order_relaxed);
   }
   void Error(const absl::Status& status) {
@@ -371,6 +372,7 @@ void Stats::Merge(const Stats& o) {
   compute.Merge(o.compute);
   encode.Merge(o.encode);
   server_total.Merge(o.server_total);
+  for (const auto& [replica, count] : o.replicas) replicas[replica] += count;
 }
 
 absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) {
@@ -395,6 +397,8 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
   for (int i = 0; i < std::max(1, spec.connections); ++i) {
     myops::client::ClientOptions options;
     options.target = spec.target;
+    options.load_balancing = spec.load_balancing;
+    options.health_checking = spec.health_checking;
     options.default_deadline = spec.deadline;
     options.max_message_bytes = 1 << 30;
     options.auth_token = spec.auth_token;

@@ -19,12 +19,14 @@
 namespace myops::loadtest {
 
 struct LoadSpec {
-  std::string target = "localhost:50051";
-  int connections = 1;     // gRPC channels; workers/requests are spread over them
-  int concurrency = 1;     // closed loop: requests in flight
-  double rate = 0;         // open loop when > 0: requests per second
-  bool poisson = false;    // open loop: exponential inter-arrival times
-  bool streaming = false;  // closed loop over ScaleShiftStream instead of unary calls
+  std::string target = "localhost:50051";  // may resolve to many replicas (dns:///..., ipv4:)
+  myops::client::LoadBalancing load_balancing = myops::client::LoadBalancing::kRoundRobin;
+  bool health_checking = false;  // skip replicas whose health is not SERVING (round_robin)
+  int connections = 1;           // gRPC channels; workers/requests are spread over them
+  int concurrency = 1;           // closed loop: requests in flight
+  double rate = 0;               // open loop when > 0: requests per second
+  bool poisson = false;          // open loop: exponential inter-arrival times
+  bool streaming = false;        // closed loop over ScaleShiftStream instead of unary calls
   // --op: the generic Call of this operator with these arguments (call_args.h syntax,
   // parsed into op_values) instead of scale_shift of dtype/shape.
   std::string op;
@@ -49,7 +51,10 @@ struct Stats {
   int64_t ok = 0;
   int64_t payload_bytes = 0;              // request + response tensor bytes of successful requests
   std::map<std::string, int64_t> errors;  // by status code name
-  Histogram latency;                      // ns, client-observed
+  // Successful requests by the replica that served them (Timing::replica: the server's
+  // --replica-name); "" for servers that send no name.
+  std::map<std::string, int64_t> replicas;
+  Histogram latency;                                       // ns, client-observed
   Histogram decode, queue, compute, encode, server_total;  // ns, from response timing
 
   int64_t error_count() const;

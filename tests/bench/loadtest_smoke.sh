@@ -3,7 +3,8 @@
 # loop (unary and stream) and open loop, a second each; asserts zero errors and a
 # well-formed JSON report. Then one short round of bench/compare.sh's comparison (echo,
 # myops-server and the Python peer) through bench/compare_report.py, asserting a complete,
-# error-free ratio table. No timing assertions.
+# error-free ratio table; and three replicas behind one target, counted per replica. No
+# timing assertions.
 #   loadtest_smoke.sh MYOPS_SERVER ECHO_SERVER LOADTEST PYTHON
 set -euo pipefail
 server=$1 echo_server=$2 loadtest=$3 python=$4
@@ -66,6 +67,40 @@ set -e
 [[ $rc -eq 1 ]] && grep -q "UNAUTHENTICATED" "$work/err" ||
   { echo "loadtest without a token: exit $rc"; cat "$work/err"; exit 1; }
 echo "loadtest bearer token OK"
+
+# Three replicas behind one ipv4: target: round_robin spreads 3,000 unary requests within
+# 15% of the mean and the report counts them per replica (the servers' --replica-name);
+# streams are spread too, each staying on its replica; pick_first keeps to one replica.
+replicas=()
+for i in 0 1 2; do
+  myops_start "replica$i" "" "$server" --address 127.0.0.1:0 --devices cpu --cpu-workers 1 \
+    --drain-delay 0 --replica-name "replica-$i"
+  replicas+=("$MYOPS_ADDR")
+done
+many="ipv4:$(IFS=,; echo "${replicas[*]}")"
+"$loadtest" --target "$many" --concurrency 4 --requests 3000 --warmup 0.3 --quiet \
+  --json "$work/replicas.json" >"$work/replicas.txt"
+grep -q "replicas: replica-0 " "$work/replicas.txt" || { cat "$work/replicas.txt"; exit 1; }
+"$loadtest" --target "$many" --concurrency 6 --stream --requests 600 --warmup 0.3 --quiet \
+  --json "$work/replicas-stream.json" >/dev/null
+"$loadtest" --target "$many" --load-balancing pick_first --concurrency 4 --requests 300 \
+  --warmup 0.3 --quiet --json "$work/replicas-pick-first.json" >/dev/null
+"$python" - "$work" <<'PY'
+import json, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+names = {"replica-0", "replica-1", "replica-2"}
+(p,) = json.loads((work / "replicas.json").read_text())["points"]
+counts = p["requests_by_replica"]
+assert set(counts) == names and p["errors"] == 0, p
+assert sum(counts.values()) == p["requests_ok"] >= 3000, p
+mean = p["requests_ok"] / 3
+assert all(abs(n - mean) <= 0.15 * mean for n in counts.values()), counts
+(p,) = json.loads((work / "replicas-stream.json").read_text())["points"]
+assert set(p["requests_by_replica"]) == names and p["errors"] == 0, p
+(p,) = json.loads((work / "replicas-pick-first.json").read_text())["points"]
+assert len(p["requests_by_replica"]) == 1 and p["errors"] == 0, p
+print("loadtest per-replica report OK:", counts)
+PY
 
 # The comparison: the Python peer (grpcio + numpy) beside the two C++ servers, one round.
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
