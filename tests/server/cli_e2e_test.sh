@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The real myops-server called through myops-cli: health, info, scale-shift with .npy
 # files checked against NumPy, a bad request's exit status and message, then SIGTERM and
-# exit status 0; then a bearer token (--auth-token-file / --token-file); then TLS and
-# mutual TLS against TLS servers.
+# exit status 0; then two replicas behind one target; then a bearer token
+# (--auth-token-file / --token-file); then TLS and mutual TLS against TLS servers.
 #   cli_e2e_test.sh MYOPS_SERVER MYOPS_CLI PYTHON
 set -euo pipefail
 server=$1 cli=$2 python=$3
@@ -32,6 +32,24 @@ grep -q 'device "cuda:3" is not available on this server' "$work/err" || { cat "
 kill -TERM "$pid"
 wait "$pid"
 echo "myops-cli against myops-server: OK"
+
+# Two replicas behind one ipv4: target: the CLI names the replica that served it, with
+# either balancing policy (which replica serves a one-call process's call is gRPC's pick).
+myops_start one "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 --replica-name e2e-one
+one=$MYOPS_ADDR
+myops_start two "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay 0 --replica-name e2e-two
+two=$MYOPS_ADDR
+"$cli" --target "$one" scale-shift --shape 4 | grep -q "^server      replica e2e-one | device cpu"
+for policy in round_robin pick_first; do
+  "$cli" --target "ipv4:$one,$two" --load-balancing "$policy" scale-shift --shape 4 >"$work/out"
+  grep -Eq "^server      replica e2e-(one|two) \| device cpu" "$work/out" || { cat "$work/out"; exit 1; }
+done
+set +e
+"$cli" --target "$one" --load-balancing random health >/dev/null 2>"$work/err"
+rc=$?
+set -e
+[[ $rc -ne 0 ]] && grep -q "load-balancing" "$work/err" || { echo "exit $rc"; cat "$work/err"; exit 1; }
+echo "myops-cli over two replicas: OK"
 
 # Bearer token: myops-cli sends the server's token with --token-file. Health needs none
 # (probes); info and scale-shift are UNAUTHENTICATED without it or with a wrong one, and

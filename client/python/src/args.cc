@@ -126,6 +126,21 @@ parse_pem(PyObject *value, const char *what, std::string *out)
 
 /* Optional bearer token: None or a str of visible ASCII. */
 int
+parse_bool(PyObject *value, const char *what, bool *out)
+{
+    if (value == NULL) {
+        return 0;
+    }
+    if (!PyBool_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a bool, not %.200s", what,
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    *out = value == Py_True;
+    return 0;
+}
+
+int
 parse_load_balancing(PyObject *value, mc::LoadBalancing *out)
 {
     if (value == NULL || value == Py_None) {

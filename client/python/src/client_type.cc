@@ -156,12 +156,12 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
         PyObject *key = NULL, *chain = NULL, *channel_args = NULL;
         PyObject *max_message_bytes_obj = NULL, *retries_obj = NULL;
         PyObject *token = NULL, *load_balancing = NULL;
-        int health_checking = 0;
+        PyObject *health_checking = NULL;
         long long max_message_bytes = 1LL << 30;
         long long retries = 2;
         double retry_backoff = 0.1, max_retry_backoff = 2.0;
         if (!PyArg_ParseTupleAndKeywords(
-                args, kwds, "U|$OOOddOOOOOOp:Client",
+                args, kwds, "U|$OOOddOOOOOOO:Client",
                 const_cast<char **>(kwlist), &target, &timeout_obj,
                 &max_message_bytes_obj, &retries_obj, &retry_backoff,
                 &max_retry_backoff, &root, &key, &chain, &channel_args, &token,
@@ -217,10 +217,11 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
             parse_channel_args(channel_args, &options) < 0 ||
             parse_token(token, &options.auth_token) < 0 ||
             parse_load_balancing(load_balancing, &options.load_balancing) <
-                0) {
+                0 ||
+            parse_bool(health_checking, "health_checking",
+                       &options.health_checking) < 0) {
             return -1;
         }
-        options.health_checking = health_checking != 0;
         absl::StatusOr<std::unique_ptr<mc::Client>> client =
             mc::Client::Create(std::move(options));
         if (!client.ok()) {

@@ -206,6 +206,15 @@ def test_client_argument_errors():
         Client("localhost:1", channel_args=[("a", 1)])
     with pytest.raises(TypeError, match="int or str"):
         Client("localhost:1", channel_args={"grpc.x": 1.5})
+    with pytest.raises(ValueError, match="'round_robin' or 'pick_first'"):
+        Client("localhost:1", load_balancing="random")
+    with pytest.raises(TypeError, match="load_balancing must be a str"):
+        Client("localhost:1", load_balancing=1)
+    with pytest.raises(TypeError, match="health_checking must be a bool, not str"):
+        Client("localhost:1", health_checking="yes")
+    for policy in ("round_robin", "pick_first", None):
+        Client("ipv4:127.0.0.1:1,127.0.0.1:2", load_balancing=policy,
+               health_checking=True).close()
     with pytest.raises(myops_client.InvalidArgument, match="target"):
         Client("")
     with pytest.raises(myops_client.InvalidArgument, match="client_key_pem"):
