@@ -57,7 +57,9 @@ struct TlsOptions {
 
 // Options of one Client (and its one channel).
 struct ClientOptions {
-  // gRPC target, e.g. "localhost:50051", "dns:///myops.internal:50051",
+  // gRPC target, e.g. "localhost:50051", "dns:///myops.internal:50051", many replicas
+  // "dns:///myops-server-headless.NS.svc.cluster.local:50051" or
+  // "ipv4:10.0.0.1:50051,10.0.0.2:50051",
   // "unix:///tmp/myops.sock".
   std::string target = "localhost:50051";
   // Balancing over the target's addresses. The name is resolved again whenever a
