@@ -160,9 +160,9 @@ parse_load_balancing(PyObject *value, mc::LoadBalancing *out)
         *out = mc::LoadBalancing::kPickFirst;
         return 0;
     }
-    PyErr_Format(PyExc_ValueError,
-                 "load_balancing is %R; expected 'round_robin' or 'pick_first'",
-                 value);
+    PyErr_Format(
+        PyExc_ValueError,
+        "load_balancing is %R; expected 'round_robin' or 'pick_first'", value);
     return -1;
 }
 

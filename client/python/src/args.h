@@ -48,7 +48,7 @@ int parse_token(PyObject *value, std::string *out);
 /* channel_args: a dict of gRPC channel argument names to int or str. */
 int parse_channel_args(PyObject *value, mc::ClientOptions *options);
 
-/* An optional flag: NULL (absent) leaves *out; otherwise True or False only. */
+/* An optional flag: NULL (absent) leaves *out; else True or False only. */
 int parse_bool(PyObject *value, const char *what, bool *out);
 
 /* load_balancing: None, "round_robin" or "pick_first". */

@@ -576,8 +576,8 @@ PyType_Slot client_slots[] = {
          "root_certificates=None, private_key=None, certificate_chain=None, "
          "channel_args=None, token=None, load_balancing='round_robin', "
          "health_checking=False)\n--\n\n"
-         "A client of a myops server, or of its replicas behind one name, over "
-         "one gRPC channel; thread-safe.")},
+         "A client of a myops server, or of its replicas behind one name, "
+         "over one gRPC channel; thread-safe.")},
     {Py_tp_new, reinterpret_cast<void *>(client_new)},
     {Py_tp_init, reinterpret_cast<void *>(client_init)},
     {Py_tp_dealloc, reinterpret_cast<void *>(client_dealloc)},
