@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 
 Tensor Floats(std::vector<int64_t> shape, std::vector<float> values) {
   std::string bytes(values.size() * sizeof(float), '\0');
-  std::memcpy(bytes.data(), values.data(), bytes.size());
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
   return Tensor(DType::kFloat32, std::move(shape), std::move(bytes));
 }
 
