@@ -18,7 +18,16 @@ namespace myops_python {
 
 namespace mc = ::myops::client;
 
-constexpr double kMaxTimeout = 1e9; /* seconds; ~31 years */
+constexpr double kMaxTimeout = 1e9;                /* seconds; ~31 years */
+constexpr double kDefaultTimeout = 30.0;           /* seconds */
+constexpr long long kMaxMessageBytes = 2147483647; /* gRPC's limit */
+
+/* Client.__init__(target, *, timeout, max_message_bytes, retries, ...): fills
+ * `options`, `*target` (borrowed str) and `*timeout` (left as given when the
+ * argument is absent). -1 with TypeError/ValueError naming the argument. */
+int parse_client_init(PyObject *args, PyObject *kwds,
+                      mc::ClientOptions *options, PyObject **target,
+                      double *timeout);
 
 /* Seconds from a timeout argument: an int or float (not bool), finite and
  * > 0. TypeError / ValueError naming `what` otherwise. */
