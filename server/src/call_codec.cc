@@ -81,18 +81,6 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
       absl::StrCat(field, " has no value (set one of Value's fields)"));
 }
 
-// The slice of a result tensor: its memory, held by a reference to its owner until gRPC
-// frees the slice.
-grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner) {
-  if (view.bytes == 0) return grpc::Slice();
-  auto* holder = new std::shared_ptr<const void>(owner);
-  return grpc::Slice(
-      grpc_slice_new_with_user_data(
-          const_cast<void*>(view.data), static_cast<size_t>(view.bytes),
-          [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, holder),
-      grpc::Slice::STEAL_REF);
-}
-
 myops::v1::Tensor Head(const TensorView& view) {
   myops::v1::Tensor head;
   head.set_dtype(static_cast<myops::v1::DType>(view.dtype));
@@ -164,6 +152,16 @@ wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& 
 }
 
 }  // namespace
+
+grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner) {
+  if (view.bytes == 0) return grpc::Slice();
+  auto* holder = new std::shared_ptr<const void>(owner);
+  return grpc::Slice(
+      grpc_slice_new_with_user_data(
+          const_cast<void*>(view.data), static_cast<size_t>(view.bytes),
+          [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, holder),
+      grpc::Slice::STEAL_REF);
+}
 
 absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequest* request) {
   if (absl::Status head = wire::CheckCallRequestHead(bytes); !head.ok()) return head;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <grpcpp/support/byte_buffer.h>
@@ -37,6 +38,10 @@ grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing&
 // CallStreamResponse{request_id, response: EncodeCallResponse(...)}.
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
                                           uint64_t request_id);
+
+// The slice of a result tensor: its memory, held by a reference to its owner until gRPC
+// frees the slice (no copy). Shared by the front ends' response encoders.
+grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner);
 
 // Bytes of result tensors (what a response holds beyond its small fields).
 int64_t ResultBytes(const OpCall& call);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "call_codec.h"
 #include "kserve_datatypes.h"
 #include "myops/wire/call_wire.h"
 
@@ -19,18 +20,6 @@ namespace {
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using K = Value::Kind;
-
-// The slice of a result tensor: its memory, held by a reference to its owner until gRPC
-// frees the slice.
-grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner) {
-  if (view.bytes == 0) return grpc::Slice();
-  auto* holder = new std::shared_ptr<const void>(owner);
-  return grpc::Slice(
-      grpc_slice_new_with_user_data(
-          const_cast<void*>(view.data), static_cast<size_t>(view.bytes),
-          [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); }, holder),
-      grpc::Slice::STEAL_REF);
-}
 
 template <typename T>
 grpc::Slice CopySlice(const std::vector<T>& values) {
