@@ -108,7 +108,9 @@ int main(int argc, char** argv) {
                  "Completions a timed window waits for, up to 20 durations "
                  "(default: max(5, concurrency))")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup", warmup_s, "Seconds of unrecorded warmup per point")
+  app.add_option("--warmup", warmup_s,
+                 "Seconds of unrecorded warmup per point (with --stream, as long again of unary "
+                 "calls first, so that every replica is connected before the streams open)")
       ->capture_default_str();
   app.add_option("--max-windows", base.max_windows,
                  "Repeat windows until two agree within --stability (at most this many)")

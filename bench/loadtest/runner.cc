@@ -84,6 +84,7 @@ class LoadRun final {
       : spec_(spec), clients_(std::move(clients)), payload_(std::move(payload)) {}
 
   RunResult Execute(const ProgressFn& progress) {
+    if (spec_.streaming) ConnectEveryReplica();
     std::atomic_store(&active_, std::make_shared<Collector>());
     std::vector<std::thread> threads;
     if (spec_.rate > 0) {
@@ -121,6 +122,17 @@ class LoadRun final {
   }
 
  private:
+  // A stream stays on the replica it opened on, and round_robin reports a channel READY as
+  // soon as its first replica is: streams opened at once would all land there. Unary calls
+  // for the warmup period (each one on the next READY replica) give every replica time to
+  // connect before the streams open.
+  void ConnectEveryReplica() {
+    const auto until = Clock::now() + spec_.warmup;
+    while (Clock::now() < until) {
+      for (auto& client : clients_) (void)client->GetServerInfo();
+    }
+  }
+
   // Measures one window into a fresh collector; returns what it saw.
   Stats Window(std::chrono::milliseconds length, int64_t max_requests, const ProgressFn& progress,
                bool warmup) {
