@@ -2,9 +2,12 @@
 // side by side (e.g. myops-server and the echo server), per payload size. Calls to the
 // targets are interleaved so machine noise hits all of them alike. Prints a table with
 // each target's p50 relative to the best p50 of the baseline targets, and writes JSON.
+// A --call-target sends the same work through the generic Call of myops::scale_shift
+// (its result decoded into an owned tensor) instead of the typed ScaleShiftInto.
 //
 //   myops-latency --target myops=127.0.0.1:50051 --target echo=127.0.0.1:50052 \
 //                 --baseline echo --sizes 1KiB,1MiB,16MiB,64MiB --json out.json
+//   myops-latency --target scale_shift=ADDR --call-target call=ADDR --baseline scale_shift
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -29,8 +32,23 @@ using myops::client::Client;
 struct Target {
   std::string name, address;
   std::unique_ptr<Client> client;
+  bool generic_call = false;   // Call("myops::scale_shift", ...) instead of ScaleShiftInto
   std::vector<double> micros;  // per size, refilled
 };
+
+// One request of `target`'s kind; the status of the round trip.
+absl::Status RoundTrip(Target& target, const myops::client::TensorView& x,
+                       const myops::client::MutableTensorView& y) {
+  if (!target.generic_call) return target.client->ScaleShiftInto(x, 2.0, 1.0, y).status();
+  const myops::client::Value args[] = {x, 2.0, 1.0};
+  auto r = target.client->Call("myops::scale_shift", args, {});
+  if (!r.ok()) return r.status();
+  if (r->outputs.size() != 1 || r->outputs[0].kind() != myops::client::Value::Kind::kTensor ||
+      r->outputs[0].tensor().size_bytes != x.size_bytes) {
+    return absl::InternalError("myops::scale_shift returned something else than x's shape");
+  }
+  return absl::OkStatus();
+}
 
 bool ParseSize(const std::string& text, int64_t* bytes) {
   static const std::vector<std::pair<std::string, int64_t>> units = {
@@ -63,11 +81,14 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "myops-latency: ScaleShift round-trip latency at concurrency 1, targets side by side"};
-  std::vector<std::string> target_specs, size_specs = {"1KiB", "1MiB", "16MiB", "64MiB"};
+  std::vector<std::string> target_specs, call_target_specs,
+      size_specs = {"1KiB", "1MiB", "16MiB", "64MiB"};
   std::string baseline = "echo", json_path;
   int64_t max_requests = 2000, budget_bytes = int64_t{1} << 30;
   int warmup = 3;
-  app.add_option("--target", target_specs, "NAME=HOST:PORT (repeat)")->required();
+  app.add_option("--target", target_specs, "NAME=HOST:PORT, called with ScaleShift (repeat)");
+  app.add_option("--call-target", call_target_specs,
+                 "NAME=HOST:PORT, called with the generic Call of myops::scale_shift (repeat)");
   app.add_option("--baseline", baseline, "Targets whose name starts with this are the floor")
       ->capture_default_str();
   app.add_option("--sizes", size_specs, "Payload sizes (B, KiB, MiB, GiB)")
@@ -82,8 +103,15 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the results here");
   CLI11_PARSE(app, argc, argv);
 
+  std::vector<std::pair<std::string, bool>> specs;  // (NAME=HOST:PORT, generic call)
+  for (const auto& spec : target_specs) specs.emplace_back(spec, false);
+  for (const auto& spec : call_target_specs) specs.emplace_back(spec, true);
+  if (specs.empty()) {
+    std::fprintf(stderr, "give at least one --target or --call-target\n");
+    return 2;
+  }
   std::vector<Target> targets;
-  for (const auto& spec : target_specs) {
+  for (const auto& [spec, generic_call] : specs) {
     std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
     if (parts.size() != 2) {
       std::fprintf(stderr, "--target %s: expected NAME=HOST:PORT\n", spec.c_str());
@@ -99,7 +127,7 @@ int main(int argc, char** argv) {
                    std::string(client.status().message()).c_str());
       return 1;
     }
-    targets.push_back({parts[0], parts[1], std::move(*client), {}});
+    targets.push_back({parts[0], parts[1], std::move(*client), generic_call, {}});
   }
 
   std::string json = "{\n  \"benchmark\": \"latency\", \"concurrency\": 1, \"baseline\": \"" +
@@ -125,16 +153,15 @@ int main(int argc, char** argv) {
     const int64_t n = std::max<int64_t>(10, std::min(max_requests, budget_bytes / bytes));
     for (auto& t : targets) {
       t.micros.clear();
-      for (int i = 0; i < warmup; ++i) (void)t.client->ScaleShiftInto(x, 2.0, 1.0, y);
+      for (int i = 0; i < warmup; ++i) (void)RoundTrip(t, x, y);
     }
     for (int64_t i = 0; i < n; ++i) {
       for (auto& t : targets) {
         const auto start = std::chrono::steady_clock::now();
-        auto r = t.client->ScaleShiftInto(x, 2.0, 1.0, y);
+        const absl::Status r = RoundTrip(t, x, y);
         const auto end = std::chrono::steady_clock::now();
         if (!r.ok()) {
-          std::fprintf(stderr, "%s: %s\n", t.name.c_str(),
-                       std::string(r.status().message()).c_str());
+          std::fprintf(stderr, "%s: %s\n", t.name.c_str(), std::string(r.message()).c_str());
           return 1;
         }
         t.micros.push_back(std::chrono::duration<double, std::micro>(end - start).count());

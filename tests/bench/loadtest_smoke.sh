@@ -7,7 +7,7 @@
 # timing assertions.
 #   loadtest_smoke.sh MYOPS_SERVER ECHO_SERVER LOADTEST PYTHON
 set -euo pipefail
-server=$1 echo_server=$2 loadtest=$3 python=$4
+server=$1 echo_server=$2 loadtest=$3 python=$4 latency=$5
 source "$(dirname "$0")/../../scripts/servers.sh"
 work="$MYOPS_SERVERS_DIR"
 
@@ -67,6 +67,20 @@ set -e
 [[ $rc -eq 1 ]] && grep -q "UNAUTHENTICATED" "$work/err" ||
   { echo "loadtest without a token: exit $rc"; cat "$work/err"; exit 1; }
 echo "loadtest bearer token OK"
+
+# myops-latency interleaves ScaleShift, the generic Call of the same op and the echo
+# floor (bench/call_vs_scale_shift.sh): every target reports a p50 at every size.
+"$latency" --target "scale_shift=$myops" --call-target "call=$myops" --target "echo=$echo_addr" \
+  --baseline scale_shift --sizes 1KiB,64KiB --max-requests 20 --warmup 1 \
+  --json "$work/latency.json" >/dev/null
+"$python" - "$work/latency.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+got = {(r["size"], r["target"]) for r in rows if r["requests"] == 20 and r["p50_us"] > 0}
+want = {(s, t) for s in ("1KiB", "64KiB") for t in ("scale_shift", "call", "echo")}
+assert got == want and len(rows) == 6, rows
+print("myops-latency OK")
+PY
 
 # Three replicas behind one ipv4: target: round_robin spreads 3,000 unary requests within
 # 15% of the mean and the report counts them per replica (the servers' --replica-name);
