@@ -190,7 +190,7 @@ def convert_argument(value: Any, info: dict[str, Any], position: int,
                                    f"'{type(item).__name__}'.")
                 items.append(converted)
         if kind == "int_list":
-            return INT_LIST, tuple(checked_int(i) for i in items)
+            return INT_LIST, tuple(checked_int(int(i)) for i in items)
         return FLOAT_LIST, tuple(items)
     if kind == "tensor_list":
         if not isinstance(value, (list, tuple)):

@@ -1,0 +1,50 @@
+"""A user's script over every public call of myops_client, for `mypy --strict`
+(test_typing.py). Never run: only its types are checked, so each line states what
+a caller may rely on (return types, exception classes, option names)."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+import myops_client
+from myops_client import Client, Error, Result, Timing
+
+
+def use(target: str) -> float:
+    x: npt.NDArray[np.float32] = np.ones((2, 3), dtype=np.float32)
+    with Client(target, timeout=5.0, retries=1, retry_backoff=0.05, max_retry_backoff=1.0,
+                max_message_bytes=1 << 20, token=None, load_balancing="pick_first",
+                health_checking=True, channel_args={"grpc.primary_user_agent": "typed"}) as c:
+        y: npt.NDArray[np.float32] = c.scale_shift(x, 2.0, 1.0)
+        z, timing = c.scale_shift(x, 2.0, 1.0, device="cpu", timeout=1.0, return_timing=True)
+        t: Timing = timing
+        total: int = t.total_ns + t.decode_ns + t.queue_ns + t.compute_ns + t.encode_ns
+        where: str = t.device + t.replica
+        info: dict[str, object] = c.server_info(timeout=1.0)
+        serving: bool = c.health() and c.health("myops.v1.Myops", timeout=1.0)
+        names: list[str] = [op["name"] for op in c.list_operators()]
+        out = c.call("myops::scale_shift", x, 2.0, beta=1.0)
+        out2 = c.ops.myops.scale_shift(x, 2.0, 1.0)
+        view = c.with_options(device="cpu", timeout=2.0)
+        out3 = view.call("myops::scale_shift", x, alpha=2.0, beta=1.0)
+        out4 = view.ops.myops.scale_shift(x, 2.0, 1.0)
+        c.refresh_operators()
+        target_name: str = c.target
+        closed: bool = c.closed
+        del out, out2, out3, out4, info, names, where, target_name, closed, serving
+        result_type: type[Result] = myops_client.Result
+        del result_type
+    try:
+        Client(target).scale_shift(x, 1.0, 0.0)
+    except myops_client.InvalidArgument as e:
+        code: int = e.code
+        del code
+    except myops_client.Unavailable:
+        pass
+    except Error as e:
+        details: str = e.details + e.code_name
+        del details
+    version: str = myops_client.__version__
+    del version
+    return float(y.sum() + z.sum()) + total
