@@ -4,11 +4,14 @@ process, reference math.
 The server binary is $MYOPS_BUILD_DIR/server/myops-server (tests/python/conftest.py
 puts $MYOPS_BUILD_DIR/python, where the build lays out myops_client, on sys.path).
 Each server listens on 127.0.0.1:<free port> with --devices cpu; the port is parsed
-from its "listening on" line; SIGTERM (with --drain-delay 0) stops it.
+from its "listening on" line; SIGTERM (with --drain-delay 0) stops it. With
+MYOPS_TEST_LAUNCHER=HOST:PORT the process runs on the host, started by
+host_launcher.py (the installed-wheel test in a container, where no server can run).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -16,6 +19,8 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.request
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,9 +51,11 @@ class Server:
         if binary is None:
             flags = ("--devices", "cpu", "--drain-delay", "0",
                      "--grace-period", "5", *flags)
-        self.process = subprocess.Popen(
-            [str(program), "--address", "127.0.0.1:0", *flags],
-            stdout=self._log, stderr=subprocess.STDOUT)
+        argv = [str(program), "--address", "127.0.0.1:0", *flags]
+        launcher = os.environ.get("MYOPS_TEST_LAUNCHER")
+        self.process: subprocess.Popen[bytes] | HostProcess = (
+            HostProcess(launcher, argv, self._log.name) if launcher else
+            subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT))
         self.address = self._wait_for_address()
 
     def _wait_for_address(self) -> str:
@@ -78,6 +85,39 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         self._log.close()
+
+
+class HostProcess:
+    """A process that host_launcher.py started on the host; the part of
+    subprocess.Popen's interface that Server uses."""
+
+    def __init__(self, launcher: str, argv: list[str], log: str) -> None:
+        self._url = f"http://{launcher}/"
+        self.pid = self._ask("start", argv=argv, log=log)["id"]
+
+    def _ask(self, action: str, **body: Any) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self._url + action, data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+        return answer
+
+    def poll(self) -> int | None:
+        code: int | None = self._ask("poll", id=self.pid)["returncode"]
+        return code
+
+    def send_signal(self, sig: int) -> None:
+        self._ask("signal", id=self.pid, signal=int(sig))
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._ask("wait", id=self.pid, timeout=timeout or 3600)["returncode"]
+        if code is None:
+            raise subprocess.TimeoutExpired("myops-server", timeout or 3600)
+        return int(code)
 
 
 def reference(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
