@@ -1,15 +1,23 @@
-"""The KServe Python SDK's gRPC inference client (kserve.InferenceGRPCClient, asyncio),
-another client nobody here wrote, against the real server: readiness, ModelInfer with
-raw (binary) and typed contents, scalar arguments as inputs and as parameters, several
-outputs, results equal to local torch calls, and errors with the server's codes."""
+"""Checks of the KServe Python SDK's gRPC inference client (kserve.InferenceGRPCClient,
+asyncio), another client nobody here wrote, against a running server: readiness,
+ModelInfer with raw (binary) and typed contents, scalar arguments as inputs and as
+parameters, several outputs, results equal to local torch calls, and errors with the
+server's codes.
+
+The SDK and tritonclient register the same protobuf messages (package `inference`) in
+one process-wide pool, so the SDK cannot be imported next to the other tests:
+test_kserve_sdk.py runs each check here in its own interpreter.
+
+    python kserve_sdk_checks.py ADDRESS CHECK     # exit 0: passed
+"""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import grpc
 import numpy as np
-import pytest
 import torch
 
 from kserve import InferenceGRPCClient, InferInput, InferRequest
@@ -28,16 +36,15 @@ def run(coroutine_function, address):
     return asyncio.run(main())
 
 
-def test_readiness(kserve_server):
+def check_readiness(address):
     async def check(client):
         return (await client.is_server_live(), await client.is_server_ready(),
                 await client.is_model_ready(SCALE_SHIFT),
                 await client.is_model_ready("myops::no_such_op"))
-    assert run(check, kserve_server.address) == (True, True, True, False)
+    assert run(check, address) == (True, True, True, False)
 
 
-@pytest.mark.parametrize("binary", [True, False], ids=["raw", "typed"])
-def test_infer_scale_shift(kserve_server, binary):
+def check_infer_scale_shift(address, binary):
     x = np.linspace(-4, 4, 24, dtype=np.float32).reshape(4, 6)
     expected = x * np.float32(2.0) - np.float32(3.0)  # 2x is exact: one rounding, as fma
 
@@ -49,14 +56,14 @@ def test_infer_scale_shift(kserve_server, binary):
         request = InferRequest(SCALE_SHIFT, [tensor], request_id=f"sdk-{binary}",
                                parameters={"alpha": 2, "beta": -3})
         return await client.infer(request)
-    response = run(infer, kserve_server.address)
+    response = run(infer, address)
     assert response.id == f"sdk-{binary}" and response.model_name == SCALE_SHIFT
     (output,) = response.outputs
     assert output.name == "output__0" and output.datatype == "FP32"
     np.testing.assert_array_equal(output.as_numpy(), expected)
 
 
-def test_infer_scalars_as_inputs_and_several_outputs(kserve_server):
+def check_infer_scalars_as_inputs_and_several_outputs(address):
     x = np.array([[3.5, -2.0], [7.25, 0.5]], dtype=np.float64)
 
     async def infer(client):
@@ -69,14 +76,14 @@ def test_infer_scalars_as_inputs_and_several_outputs(kserve_server):
         t.set_data_from_numpy(x, binary_data=True)
         minmax = await client.infer(InferRequest("myops_test::minmax", [t]))
         return shifted, minmax
-    shifted, minmax = run(infer, kserve_server.address)
+    shifted, minmax = run(infer, address)
     np.testing.assert_array_equal(shifted.outputs[0].as_numpy(), -x + 4.0)
     lo, hi = torch.ops.aten.aminmax(torch.from_numpy(x))
     outputs = {o.name: o.as_numpy() for o in minmax.outputs}
     assert outputs["min"] == lo.numpy() and outputs["max"] == hi.numpy()
 
 
-def test_errors_carry_the_servers_codes(kserve_server):
+def check_errors_carry_the_servers_codes(address):
     async def infer(client, model, tensors, parameters=None):
         try:
             await client.infer(InferRequest(model, tensors, parameters=parameters))
@@ -94,7 +101,20 @@ def test_errors_carry_the_servers_codes(kserve_server):
         return (await infer(client, "myops::no_such_op", [x_input()]),
                 await infer(client, SCALE_SHIFT, [x_input()]),  # alpha and beta missing
                 await infer(client, SCALE_SHIFT, [x_input("INT32")], {"alpha": 1, "beta": 0}))
-    unknown, missing, dtype = run(errors, kserve_server.address)
+    unknown, missing, dtype = run(errors, address)
     assert unknown[0] == grpc.StatusCode.NOT_FOUND and "myops::no_such_op" in unknown[1]
     assert missing[0] == grpc.StatusCode.INVALID_ARGUMENT and "alpha" in missing[1]
     assert dtype[0] == grpc.StatusCode.INVALID_ARGUMENT
+
+
+CHECKS = {
+    "readiness": check_readiness,
+    "infer_raw": lambda address: check_infer_scale_shift(address, True),
+    "infer_typed": lambda address: check_infer_scale_shift(address, False),
+    "scalars_and_outputs": check_infer_scalars_as_inputs_and_several_outputs,
+    "errors": check_errors_carry_the_servers_codes,
+}
+
+if __name__ == "__main__":
+    CHECKS[sys.argv[2]](sys.argv[1])
+    print("passed", sys.argv[2])
