@@ -7,8 +7,12 @@
 #      RUNPATH rewritten, so that the wheel installs and imports on any x86-64 Linux with
 #      glibc >= 2.35 and libstdc++ of GCC >= 12 (manylinux_2_35: what Debian 12's toolchain
 #      gives; auditwheel refuses an older tag).
+# and the sdist, dist/myops_client-<version>.tar.gz: the sources the extension needs
+# (the root CMakeLists.txt, cmake/, proto/, common/, client/cpp, client/python) with
+# client/python's pyproject.toml adapted to that tree's root. Installing it compiles the
+# extension, so it needs a machine prepared by scripts/bootstrap.sh (scripts/sdist_test.sh).
 #
-#   scripts/build_wheel.sh            # -> dist/myops_client-<version>-cp311-cp311-manylinux_2_35_x86_64.whl
+#   scripts/build_wheel.sh    # prints the paths of the wheel and the sdist
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 PLATFORM=manylinux_2_35_x86_64
@@ -22,3 +26,19 @@ mkdir -p "$MYOPS_REPO/dist"
 rm -f "$MYOPS_REPO"/dist/myops_client-*.whl
 auditwheel repair --plat "$PLATFORM" -w "$MYOPS_REPO/dist" "$raw"/myops_client-*.whl 2>&1 | grep -v "^INFO" >&2 || true
 ls "$MYOPS_REPO"/dist/myops_client-*-"$PLATFORM".whl
+
+# The sdist: a staged tree of the tracked sources (as in the working tree) whose root
+# pyproject.toml is client/python's, pointed at that root.
+stage="$raw/sdist"
+mkdir -p "$stage"
+git -C "$MYOPS_REPO" ls-files -z -- CMakeLists.txt cmake proto common client/cpp client/python |
+  (cd "$MYOPS_REPO" && xargs -0 cp --parents -t "$stage")
+sed -e 's|^cmake.source-dir = "../.."|cmake.source-dir = "."|' \
+    -e 's|^wheel.packages = \["myops_client"\]|wheel.packages = ["client/python/myops_client"]|' \
+    -e 's|^readme = "README.md"|readme = "client/python/README.md"|' \
+    -e '/^build-dir = /d' "$MYOPS_REPO/client/python/pyproject.toml" >"$stage/pyproject.toml"
+grep -q '^cmake.source-dir = "."' "$stage/pyproject.toml"  # the edits above took
+rm -f "$MYOPS_REPO"/dist/myops_client-*.tar.gz
+(cd "$stage" && python -c 'import sys; from scikit_build_core.build import build_sdist
+print(build_sdist(sys.argv[1]))' "$MYOPS_REPO/dist" >/dev/null)
+ls "$MYOPS_REPO"/dist/myops_client-*.tar.gz

@@ -5,15 +5,15 @@
 # build tree - installs the wheel into a fresh virtualenv, imports it, and runs the
 # client test-suite (tests/python/client) against servers that host_launcher.py starts
 # on the host. The container shares the host's network and /tmp, and sees the
-# repository (read-only) at its own path with the build tree's Python packages hidden,
-# so the tests can import only the installed wheel. torch is not installed there: its
+# repository (read-only) at its own path; MYOPS_TEST_INSTALLED_CLIENT=1 keeps the build
+# tree off sys.path, so the tests import the installed wheel. torch is not installed there: its
 # tests skip. A long run (a few minutes), not part of CI.
 #
 #   scripts/wheel_container_test.sh [pytest args]
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 myops_build >/dev/null  # the servers the tests start (on the host)
-wheel="$("$MYOPS_REPO/scripts/build_wheel.sh" | tail -n1)"
+wheel="$("$MYOPS_REPO/scripts/build_wheel.sh" | grep "\.whl$")"
 "$MYOPS_REPO/../shared/tools/container-engine-setup.sh" >&2
 
 work="$(mktemp -d)"
@@ -23,14 +23,13 @@ trap 'kill $launcher_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do grep -q "launcher on" "$work/launcher" && break; sleep 0.1; done
 launcher="$(sed -n 's/^launcher on //p' "$work/launcher")"
 [ -n "$launcher" ] || { echo "host_launcher.py did not start" >&2; exit 1; }
-mkdir -p "$work/empty"
 
 podman run --rm --network host \
   -v /etc/ssl/certs/ca-certificates.crt:/host-ca.crt:ro -v /tmp:/tmp \
-  -v "$MYOPS_REPO:$MYOPS_REPO:ro" -v "$work/empty:$MYOPS_BUILD_DIR/python:ro" \
+  -v "$MYOPS_REPO:$MYOPS_REPO:ro" \
   -v "$(dirname "$wheel"):/dist:ro" \
   -e MYOPS_TEST_LAUNCHER="$launcher" -e MYOPS_BUILD_DIR="$MYOPS_BUILD_DIR" \
-  -e MYOPS_REQUIRE_PYTHON_CLIENT=1 -e PIP_DISABLE_PIP_VERSION_CHECK=1 -e PIP_CERT=/host-ca.crt \
+  -e MYOPS_REQUIRE_PYTHON_CLIENT=1 -e MYOPS_TEST_INSTALLED_CLIENT=1 -e PIP_DISABLE_PIP_VERSION_CHECK=1 -e PIP_CERT=/host-ca.crt \
   -w "$MYOPS_REPO" docker.io/library/debian:bookworm-slim bash -euc '
     apt-get update -qq >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv openssl >/dev/null

@@ -1,6 +1,10 @@
 """Shared pytest setup: makes the in-tree `myops` package importable from a build tree.
 
-MYOPS_BUILD_DIR (default: <repo>/build) is where CMake put python/myops/libmyops.so.
+MYOPS_BUILD_DIR (default: <repo>/build) is where CMake put python/myops/libmyops.so
+(and python/myops_client, the Python client). With MYOPS_TEST_INSTALLED_CLIENT=1 the
+build tree stays off sys.path, so the client tests import the myops_client installed
+from a wheel or sdist (scripts/wheel_container_test.sh, scripts/sdist_test.sh); the
+servers they start still come from MYOPS_BUILD_DIR.
 """
 
 import os
@@ -9,4 +13,5 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("MYOPS_BUILD_DIR", REPO / "build"))
-sys.path.insert(0, str(BUILD / "python"))
+if os.environ.get("MYOPS_TEST_INSTALLED_CLIENT") != "1":
+    sys.path.insert(0, str(BUILD / "python"))

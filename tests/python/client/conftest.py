@@ -22,6 +22,11 @@ except ImportError as error:
             f"MYOPS_REQUIRE_PYTHON_CLIENT=1 but myops_client cannot be imported "
             f"({error}); build it (myops_build) or unset the variable") from error
     collect_ignore_glob = ["test_client_*.py"]
+else:
+    if os.environ.get("MYOPS_TEST_INSTALLED_CLIENT") == "1" and (
+            "site-packages" not in myops_client.__file__):
+        raise ImportError(f"MYOPS_TEST_INSTALLED_CLIENT=1 but myops_client comes from "
+                          f"{myops_client.__file__}, not from an installed package")
 
 from client_helpers import (  # noqa: E402
     SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES, Server)
