@@ -9,13 +9,16 @@ float32 payload (1 KiB and 16 MiB by default) at concurrency 1 for:
              client.ops.myops.scale_shift (schema binding in Python, the Call RPC);
   - grpcio:  the client a Python user would write: grpcio stubs generated from
              proto/myops/v1/myops.proto by grpcio-tools into a temp dir, x.tobytes()
-             in, np.frombuffer(...).reshape(...) out.
+             in, np.frombuffer(...).reshape(...) out;
+  - tritonclient: tritonclient.grpc (Triton's client) on the same server's Open
+             Inference Protocol endpoint: ModelInfer of model "myops::scale_shift", x
+             as raw contents, alpha and beta as request parameters, as_numpy() out.
 Each client runs in its own process (as the C++ tool does: grpcio's threads would
 otherwise compete for the GIL and the cores), one after the other, in several rounds
 with the order rotated; the reported p50 is the median of the rounds' p50s. Prints
 ratios against the targets (python <= 1.3x cpp at 1 KiB, <= 1.15x at 16 MiB, and
 faster than grpcio), the generic call's cost over the typed one (python-ops/python,
-no target), and writes JSON (exit status 1 when a target is missed).
+no target) and python/tritonclient (no target), and writes JSON (exit status 1 when a target is missed).
 
     source scripts/env.sh && myops_build   # server, myops-latency, build/python/myops_client
     python bench/python_client/bench.py [--sizes 1KiB,16MiB] [--rounds 5]
@@ -113,6 +116,25 @@ class GrpcioClient:
         self._channel.close()
 
 
+class TritonClient:
+    """Triton's gRPC client on the Open Inference Protocol endpoint."""
+
+    def __init__(self, address: str) -> None:
+        import tritonclient.grpc as grpcclient
+        self._grpcclient = grpcclient
+        self._client = grpcclient.InferenceServerClient(address)
+
+    def scale_shift(self, x: np.ndarray, alpha: float, beta: float):
+        tensor = self._grpcclient.InferInput("x", list(x.shape), "FP32")
+        tensor.set_data_from_numpy(x)
+        result = self._client.infer("myops::scale_shift", [tensor], client_timeout=120,
+                                    parameters={"alpha": alpha, "beta": beta})
+        return result.as_numpy("output__0")
+
+    def close(self) -> None:
+        self._client.close()
+
+
 def run_cpp(address: str, sizes: list[str], args, out: pathlib.Path) -> dict:
     tool = BUILD / "bench" / "latency" / "myops-latency"
     subprocess.run(
@@ -132,6 +154,8 @@ def run_worker(args) -> None:
         client = myops_client.Client(args.address, timeout=120.0)
         if args.worker == "python-ops":
             client.scale_shift = client.ops.myops.scale_shift
+    elif args.worker == "tritonclient":
+        client = TritonClient(args.address)
     else:
         sys.path.insert(0, args.stubs)
         client = GrpcioClient(args.address, importlib.import_module("myops_pb2"),
@@ -172,7 +196,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--json", default=str(REPO / "bench" / "results" /
                                               "python_client.json"))
-    parser.add_argument("--worker", choices=["python", "python-ops", "grpcio"],
+    parser.add_argument("--worker", choices=["python", "python-ops", "grpcio", "tritonclient"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--address", help=argparse.SUPPRESS)
     parser.add_argument("--stubs", help=argparse.SUPPRESS)
@@ -182,7 +206,7 @@ def main() -> None:
         run_worker(args)
         return
     sizes = args.sizes.split(",")
-    names = ["cpp", "python", "python-ops", "grpcio"]
+    names = ["cpp", "python", "python-ops", "grpcio", "tritonclient"]
 
     proc, address, log = start_server()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="myops-bench-"))
@@ -201,7 +225,8 @@ def main() -> None:
             print(f"round {r + 1}: " + "  ".join(
                 f"{size} cpp {p50['cpp'][size]:.1f} python "
                 f"{p50['python'][size]:.1f} python-ops {p50['python-ops'][size]:.1f} "
-                f"grpcio {p50['grpcio'][size]:.1f} us"
+                f"grpcio {p50['grpcio'][size]:.1f} "
+                f"tritonclient {p50['tritonclient'][size]:.1f} us"
                 for size in sizes), flush=True)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -214,7 +239,7 @@ def main() -> None:
     results = []
     print(f"\n{'size':<8} {'cpp p50 us':>11} {'python p50 us':>14} "
           f"{'grpcio p50 us':>14} {'python/cpp':>11} {'target':>7} "
-          f"{'python/grpcio':>14} {'ops/python':>11}")
+          f"{'python/grpcio':>14} {'ops/python':>11} {'python/triton':>14}")
     ok = True
     for size in sizes:
         med = {name: statistics.median(r[name][size] for r in rounds)
@@ -225,17 +250,21 @@ def main() -> None:
                                       for r in rounds)
         ops_vs_typed = statistics.median(r["python-ops"][size] / r["python"][size]
                                          for r in rounds)
+        vs_triton = statistics.median(r["python"][size] / r["tritonclient"][size]
+                                      for r in rounds)
         target = TARGETS.get(size)
         met = (target is None or vs_cpp <= target) and vs_grpcio < 1.0
         ok &= met
         print(f"{size:<8} {med['cpp']:>11.1f} {med['python']:>14.1f} "
               f"{med['grpcio']:>14.1f} {vs_cpp:>10.2f}x "
               f"{'<=%.2fx' % target if target else '':>7} {vs_grpcio:>13.2f}x"
-              f" {ops_vs_typed:>10.2f}x{'' if met else '  (target missed)'}")
+              f" {ops_vs_typed:>10.2f}x {vs_triton:>13.2f}x"
+              f"{'' if met else '  (target missed)'}")
         results.append({"size": size, "bytes": parse_size(size),
                         "p50_us": med, "python_vs_cpp": vs_cpp,
                         "python_vs_grpcio": vs_grpcio,
                         "python_ops_vs_python": ops_vs_typed,
+                        "python_vs_tritonclient": vs_triton,
                         "target_python_vs_cpp": target, "met": met})
     out = pathlib.Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
