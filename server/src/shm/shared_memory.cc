@@ -1,0 +1,227 @@
+// SharedMemoryRegistry (see shared_memory.h): validation, shm_open + mmap of regions,
+// bounds checks of slices.
+#include "shm/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "shm/bus_guard.h"
+
+namespace myops::server {
+
+// One mapped region; unmapped (and its object's descriptor closed) when the last user
+// drops it.
+class SharedMemoryMapping {
+ public:
+  SharedMemoryMapping(SharedMemoryRegionInfo info, int fd, void* base, size_t length, char* data,
+                      int guard)
+      : info(std::move(info)), fd_(fd), base_(base), length_(length), data_(data), guard_(guard) {}
+  ~SharedMemoryMapping() {
+    BusGuard::Release(guard_);
+    munmap(base_, length_);
+    close(fd_);
+  }
+  SharedMemoryMapping(const SharedMemoryMapping&) = delete;
+  SharedMemoryMapping& operator=(const SharedMemoryMapping&) = delete;
+
+  const SharedMemoryRegionInfo info;
+  char* data() const { return data_; }
+  // OK while the object still covers the region.
+  absl::Status CheckSize() const {
+    struct stat st;
+    if (fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < info.offset + info.byte_size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shared memory region '", info.name, "': its object '", info.key,
+          "' was truncated below offset + byte_size (", info.offset + info.byte_size, " bytes)"));
+    }
+    return absl::OkStatus();
+  }
+  bool tripped() const { return BusGuard::Tripped(guard_); }
+
+ private:
+  const int fd_;
+  void* const base_;
+  const size_t length_;
+  char* const data_;
+  const int guard_;
+};
+
+namespace {
+
+bool Portable(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+absl::Status CheckName(const std::string& name) {
+  if (name.empty() || name.size() > 128) {
+    return absl::InvalidArgumentError("a shared memory region's name has 1 to 128 characters");
+  }
+  for (char c : name) {
+    if (!Portable(c) && c != ':') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shared memory region name '", name, "': only letters, digits and . _ - : allowed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// POSIX names: "/" then one path component. "/..", "/." and any further '/' are refused,
+// so a key can name nothing but an object in the shared memory file system.
+absl::Status CheckKey(const std::string& key) {
+  const std::string body = !key.empty() && key[0] == '/' ? key.substr(1) : key;
+  bool ok = !body.empty() && body.size() <= 250 && body != "." && body != "..";
+  for (char c : body) ok = ok && Portable(c);
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared memory key '", key, "': expected '/' and 1 to 250 of [A-Za-z0-9._-]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SharedMemorySlice::CheckIntact() const {
+  if (mapping_->tripped()) {
+    return absl::FailedPreconditionError(absl::StrCat("shared memory region '", mapping_->info.name,
+                                                      "': its object '", mapping_->info.key,
+                                                      "' was truncated while the call used it"));
+  }
+  return mapping_->CheckSize();
+}
+
+absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key,
+                                            uint64_t offset, uint64_t byte_size) {
+  if (absl::Status s = CheckName(name); !s.ok()) return s;
+  if (absl::Status s = CheckKey(key); !s.ok()) return s;
+  if (byte_size == 0 || offset > UINT64_MAX - byte_size ||
+      offset + byte_size > static_cast<uint64_t>(INT64_MAX)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shared memory region '", name,
+                     "': byte_size must be positive and offset + byte_size "
+                     "fit in 63 bits (offset ",
+                     offset, ", byte_size ", byte_size, ")"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (regions_.count(name) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("shared memory region '", name, "' is already registered"));
+  }
+  if (static_cast<int>(regions_.size()) >= limits_.max_regions ||
+      byte_size > limits_.max_total_bytes - total_bytes_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("shared memory region '", name, "': over the server's limits (",
+                     limits_.max_regions, " regions, ", limits_.max_total_bytes, " bytes in all; ",
+                     regions_.size(), " regions and ", total_bytes_, " bytes registered)"));
+  }
+  const std::string path = key[0] == '/' ? key : "/" + key;
+  const int fd = shm_open(path.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    const int error = errno;
+    const std::string why = absl::StrCat("shared memory region '", name, "': cannot open '", path,
+                                         "': ", std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(why) : absl::FailedPreconditionError(why);
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) < offset + byte_size) {
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared memory region '", name, "': '", path, "' holds ", static_cast<int64_t>(st.st_size),
+        " bytes, fewer than offset + byte_size = ", offset + byte_size));
+  }
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t start = offset / page * page;
+  const size_t length = static_cast<size_t>(offset + byte_size - start);
+  void* base =
+      mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(start));
+  if (base == MAP_FAILED) {
+    const int error = errno;
+    close(fd);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shared memory region '", name, "': cannot map '", path, "': ", std::strerror(error)));
+  }
+  auto guard = BusGuard::Guard(base, length);
+  if (!guard.ok()) {
+    munmap(base, length);
+    close(fd);
+    return guard.status();
+  }
+  regions_[name] = std::make_shared<const SharedMemoryMapping>(
+      SharedMemoryRegionInfo{name, key, offset, byte_size}, fd, base, length,
+      static_cast<char*>(base) + (offset - start), *guard);
+  total_bytes_ += byte_size;
+  return absl::OkStatus();
+}
+
+absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (name.empty()) {
+    regions_.clear();
+    total_bytes_ = 0;
+    return absl::OkStatus();
+  }
+  auto it = regions_.find(name);
+  if (it == regions_.end()) {
+    return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));
+  }
+  total_bytes_ -= it->second->info.byte_size;
+  regions_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Status(
+    const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SharedMemoryRegionInfo> out;
+  if (name.empty()) {
+    for (const auto& [_, mapping] : regions_) out.push_back(mapping->info);
+    return out;
+  }
+  auto it = regions_.find(name);
+  if (it == regions_.end()) {
+    return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));
+  }
+  out.push_back(it->second->info);
+  return out;
+}
+
+absl::StatusOr<SharedMemorySlice> SharedMemoryRegistry::Slice(const std::string& name,
+                                                              uint64_t offset,
+                                                              uint64_t byte_size) const {
+  std::shared_ptr<const SharedMemoryMapping> mapping;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = regions_.find(name);
+    if (it == regions_.end()) {
+      return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));
+    }
+    mapping = it->second;
+  }
+  const uint64_t size = mapping->info.byte_size;
+  if (offset > size || byte_size > size - offset) {
+    return absl::InvalidArgumentError(absl::StrCat("shared memory region '", name, "': bytes [",
+                                                   offset, ", ", offset, " + ", byte_size,
+                                                   ") pass its end (", size, " bytes)"));
+  }
+  if (mapping->tripped()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shared memory region '", name,
+                     "' was truncated while in use: unregister it and "
+                     "register it again"));
+  }
+  if (absl::Status s = mapping->CheckSize(); !s.ok()) return s;
+  SharedMemorySlice slice;
+  slice.data_ = mapping->data() + offset;
+  slice.size_ = byte_size;
+  slice.mapping_ = std::move(mapping);
+  return slice;
+}
+
+}  // namespace myops::server

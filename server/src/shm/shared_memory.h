@@ -1,0 +1,90 @@
+// System shared memory regions that clients on this host register, so that tensors pass
+// through memory instead of the loopback TCP stack: the registry behind the Open
+// Inference Protocol's system shared memory extension (Triton's SystemSharedMemory*
+// RPCs) and myops.v1's region references. Protocol-neutral: no protobuf, no torch.
+//
+// A region is a POSIX shared memory object (shm_open `key`, e.g. "/myops_input0") that
+// the client created; the server maps [offset, offset + byte_size) of it read-write
+// when it is registered under `name`, and calls address slices of it. The client owns
+// the memory: every size is checked (overflow-free) against the region and the object's
+// current size; a client that shrinks the object while the server uses it makes that
+// call fail, never the server crash (bus_guard.h). Registrations are bounded in number
+// and total bytes (SharedMemoryLimits), and unmapped when unregistered or when the
+// registry is destroyed (the server stops).
+//
+// Thread-safety: all methods may be called concurrently. A Slice keeps its mapping alive
+// after the region is unregistered, until the call using it releases it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace myops::server {
+
+struct SharedMemoryLimits {
+  int max_regions = 64;
+  uint64_t max_total_bytes = uint64_t{64} << 30;  // mapped, not allocated: the client's memory
+};
+
+// What Status reports of one region.
+struct SharedMemoryRegionInfo {
+  std::string name;
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+class SharedMemoryMapping;
+
+// Bytes [data, data + size) of a registered region, for one call.
+class SharedMemorySlice {
+ public:
+  char* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  // OK, or FAILED_PRECONDITION when the client shrank the object under the slice while
+  // it was in use (its pages read as zeros, writes were lost): check after the call.
+  absl::Status CheckIntact() const;
+
+ private:
+  friend class SharedMemoryRegistry;
+  std::shared_ptr<const SharedMemoryMapping> mapping_;
+  char* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+class SharedMemoryRegistry {
+ public:
+  explicit SharedMemoryRegistry(SharedMemoryLimits limits) : limits_(limits) {}
+
+  // Maps [offset, offset + byte_size) of the object `key` as region `name`.
+  // INVALID_ARGUMENT for a malformed name or key (keys are "/" + [A-Za-z0-9._-]{1,250}; no
+  // other '/') or a zero or overflowing size; ALREADY_EXISTS for a registered name;
+  // NOT_FOUND when no such object exists; FAILED_PRECONDITION when it is smaller than
+  // offset + byte_size; RESOURCE_EXHAUSTED over the limits.
+  absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
+                        uint64_t byte_size);
+  // Unregisters `name` ("": every region). NOT_FOUND for an unknown name.
+  absl::Status Unregister(const std::string& name);
+  // The region `name` ("": all, by name). NOT_FOUND for an unknown name.
+  absl::StatusOr<std::vector<SharedMemoryRegionInfo>> Status(const std::string& name) const;
+  // Bytes [offset, offset + byte_size) of region `name`: NOT_FOUND for an unknown region;
+  // INVALID_ARGUMENT, naming the region, when they overflow or pass its end;
+  // FAILED_PRECONDITION when the object is now smaller than the region.
+  absl::StatusOr<SharedMemorySlice> Slice(const std::string& name, uint64_t offset,
+                                          uint64_t byte_size) const;
+
+ private:
+  const SharedMemoryLimits limits_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const SharedMemoryMapping>> regions_;  // under mu_
+  uint64_t total_bytes_ = 0;                                                   // under mu_
+};
+
+}  // namespace myops::server

@@ -1,0 +1,167 @@
+// SharedMemoryRegistry and BusGuard against real POSIX shared memory objects: the
+// registration rules, bounds, limits, data seen by both sides, and a client that
+// shrinks or unlinks its object while the server uses it.
+#include "shm/shared_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "shm/bus_guard.h"
+
+namespace myops::server {
+namespace {
+
+// A client's shared memory object of `size` bytes, mapped on the client's side too.
+class ClientObject {
+ public:
+  explicit ClientObject(size_t size)
+      : key_("/myops_shm_test_" + std::to_string(getpid()) + "_" + std::to_string(next_++)) {
+    fd_ = shm_open(key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    EXPECT_GE(fd_, 0);
+    EXPECT_EQ(ftruncate(fd_, static_cast<off_t>(size)), 0);
+    data_ = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0));
+    size_ = size;
+  }
+  ~ClientObject() {
+    munmap(data_, size_);
+    close(fd_);
+    shm_unlink(key_.c_str());
+  }
+  const std::string& key() const { return key_; }
+  char* data() { return data_; }
+  void Truncate(size_t size) { ASSERT_EQ(ftruncate(fd_, static_cast<off_t>(size)), 0); }
+
+ private:
+  static inline int next_ = 0;
+  std::string key_;
+  int fd_ = -1;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+constexpr size_t kPage = 4096;
+
+TEST(SharedMemoryTest, RegisterSliceStatusUnregister) {
+  ClientObject object(4 * kPage);
+  SharedMemoryRegistry registry({});
+  ASSERT_TRUE(registry.Register("in", object.key(), kPage + 16, 1024).ok());
+  std::strcpy(object.data() + kPage + 16 + 100, "from the client");
+  auto slice = registry.Slice("in", 100, 64);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  EXPECT_STREQ(slice->data(), "from the client");
+  std::strcpy(slice->data() + 32, "from the server");
+  EXPECT_STREQ(object.data() + kPage + 16 + 132, "from the server");
+  EXPECT_TRUE(slice->CheckIntact().ok());
+
+  auto status = registry.Status("in");
+  ASSERT_TRUE(status.ok());
+  ASSERT_EQ(status->size(), 1u);
+  EXPECT_EQ((*status)[0].key, object.key());
+  EXPECT_EQ((*status)[0].offset, kPage + 16);
+  EXPECT_EQ((*status)[0].byte_size, 1024u);
+  EXPECT_EQ(registry.Register("in", object.key(), 0, 8).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(registry.Unregister("in").ok());
+  EXPECT_EQ(registry.Slice("in", 0, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Unregister("in").code(), absl::StatusCode::kNotFound);
+  // The slice taken before keeps its mapping.
+  EXPECT_STREQ(slice->data(), "from the client");
+}
+
+TEST(SharedMemoryTest, NamesAndKeysAreValidated) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({});
+  for (const std::string& key : std::vector<std::string>{
+           "", "/", "/..", "..", "/a/b", "/../etc/passwd", "/x y", std::string(300, 'k')}) {
+    EXPECT_EQ(registry.Register("r", key, 0, 8).code(), absl::StatusCode::kInvalidArgument) << key;
+  }
+  for (const std::string name : std::vector<std::string>{"", "a/b", "a b", std::string(200, 'n')}) {
+    EXPECT_EQ(registry.Register(name, object.key(), 0, 8).code(),
+              absl::StatusCode::kInvalidArgument)
+        << name;
+  }
+  EXPECT_EQ(registry.Register("r", "/myops_shm_test_missing", 0, 8).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(registry.Register("r", object.key().substr(1), 0, 8).ok());  // '/' optional
+}
+
+TEST(SharedMemoryTest, SizesAreCheckedWithoutOverflow) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({});
+  EXPECT_EQ(registry.Register("r", object.key(), 0, 0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register("r", object.key(), UINT64_MAX - 4, 8).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register("r", object.key(), 8, kPage).code(),
+            absl::StatusCode::kFailedPrecondition);  // past the object's end
+  ASSERT_TRUE(registry.Register("r", object.key(), 8, 100).ok());
+  EXPECT_TRUE(registry.Slice("r", 0, 100).ok());
+  EXPECT_TRUE(registry.Slice("r", 100, 0).ok());
+  EXPECT_EQ(registry.Slice("r", 1, 100).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice("r", 101, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice("r", 50, UINT64_MAX - 10).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SharedMemoryTest, LimitsBoundCountAndBytes) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({/*max_regions=*/2, /*max_total_bytes=*/1000});
+  ASSERT_TRUE(registry.Register("a", object.key(), 0, 600).ok());
+  EXPECT_EQ(registry.Register("b", object.key(), 0, 401).code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(registry.Register("b", object.key(), 0, 400).ok());
+  EXPECT_EQ(registry.Register("c", object.key(), 0, 1).code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(registry.Unregister("").ok());
+  EXPECT_TRUE(registry.Status("")->empty());
+  EXPECT_TRUE(registry.Register("c", object.key(), 0, 1000).ok());
+}
+
+TEST(SharedMemoryTest, ShrunkObjectIsRefusedBeforeUse) {
+  ClientObject object(4 * kPage);
+  SharedMemoryRegistry registry({});
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4 * kPage).ok());
+  object.Truncate(kPage);
+  EXPECT_EQ(registry.Slice("r", 0, 8).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SharedMemoryTest, ShrunkWhileInUseFailsTheCallNotTheServer) {
+  ClientObject object(4 * kPage);
+  SharedMemoryRegistry registry({});
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4 * kPage).ok());
+  auto slice = registry.Slice("r", 0, 4 * kPage);
+  ASSERT_TRUE(slice.ok());
+  object.Truncate(kPage);  // the client shrinks it under a call
+  // Reading and writing past the object's new end would raise SIGBUS.
+  volatile char* past = slice->data() + 3 * kPage;
+  past[0] = 7;
+  EXPECT_EQ(past[0], 7);  // a private page now
+  EXPECT_EQ(slice->CheckIntact().code(), absl::StatusCode::kFailedPrecondition);
+  object.Truncate(4 * kPage);  // grown again: the region stays refused
+  EXPECT_EQ(registry.Slice("r", 0, 8).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(registry.Unregister("r").ok());
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4 * kPage).ok());
+  EXPECT_TRUE(registry.Slice("r", 0, 8).ok());
+}
+
+TEST(SharedMemoryDeathTest, SigbusOutsideGuardedRegionsStillKills) {
+  ClientObject guarded(kPage);
+  SharedMemoryRegistry registry({});
+  ASSERT_TRUE(registry.Register("r", guarded.key(), 0, kPage).ok());  // handler installed
+  EXPECT_DEATH(
+      {
+        ClientObject other(2 * kPage);
+        other.Truncate(0);
+        volatile char* p = other.data() + kPage;
+        p[0] = 1;
+      },
+      "");
+}
+
+}  // namespace
+}  // namespace myops::server
