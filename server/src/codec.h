@@ -16,13 +16,6 @@
 
 namespace myops::server {
 
-// Limits on a single tensor. Both must be > 0.
-struct TensorLimits {
-  int64_t max_elements = int64_t{1} << 28;
-  int64_t max_bytes = int64_t{256} << 20;
-  int max_dims = 64;
-};
-
 // Checks `t` (dtype known, dims >= 0 and at most max_dims, element count and byte size
 // computed without overflow and within `limits`, data exactly numel * itemsize bytes)
 // and returns a view of its bytes; a bool tensor's bytes must each be 0 or 1. The view

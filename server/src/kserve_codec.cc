@@ -1,6 +1,6 @@
-// The Open Inference Protocol front end's model side (see kserve_codec.h): names,
-// metadata and configuration, output selection and the response's encoding. The
-// request's inputs are decoded in kserve_inputs.cc.
+// The Open Inference Protocol front end's model side (see kserve_codec.h): metadata and
+// configuration, and the response's encoding. The request's inputs are decoded in
+// kserve_inputs.cc; the rules shared with the REST binding are in kserve_args.cc.
 #include "kserve_codec.h"
 
 #include <grpc/slice.h>
@@ -15,41 +15,9 @@
 #include "myops/wire/call_wire.h"
 
 namespace myops::server::kserve {
-namespace {
-
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 using K = Value::Kind;
-
-template <typename T>
-grpc::Slice CopySlice(const std::vector<T>& values) {
-  return grpc::Slice(values.data(), values.size() * sizeof(T));
-}
-
-}  // namespace
-absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& name,
-                              const std::string& version) {
-  auto index = registry.Find(name);
-  if (!index.ok()) {
-    return absl::NotFoundError(absl::StrCat("unknown model '", name,
-                                            "': models are the served operators, named "
-                                            "namespace::name[.overload] (",
-                                            index.status().message(), ")"));
-  }
-  if (!version.empty() && version != kModelVersion) {
-    return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version,
-                                            "' (its only version is \"", kModelVersion, "\")"));
-  }
-  return index;
-}
-
-std::vector<std::string> OutputNames(const OpInfo& op) {
-  std::vector<std::string> names;
-  for (size_t i = 0; i < op.returns.size(); ++i) {
-    names.push_back(op.returns[i].name.empty() ? absl::StrCat("output__", i) : op.returns[i].name);
-  }
-  return names;
-}
 
 void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out) {
   out->set_name(op.QualifiedName());
@@ -127,49 +95,14 @@ void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
   }
 }
 
-absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op, const ModelInferRequest& request) {
-  const std::vector<std::string> names = OutputNames(op);
-  std::vector<int> selected;
-  if (request.outputs_size() == 0) {
-    for (size_t i = 0; i < names.size(); ++i) selected.push_back(static_cast<int>(i));
-  }
-  for (const auto& wanted : request.outputs()) {
-    int found = -1;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == wanted.name()) found = static_cast<int>(i);
-    }
-    if (found < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model ", op.QualifiedName(), " has no output '", wanted.name(),
-                       "' (outputs: ", absl::StrJoin(names, ", "), ")"));
-    }
-    for (int s : selected) {
-      if (s == found) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("output '", wanted.name(), "' is requested twice"));
-      }
-    }
-    selected.push_back(found);
-  }
-  for (int r : selected) {
-    const ArgKind kind = op.returns[static_cast<size_t>(r)].kind;
-    if (kind == ArgKind::kTensorList || op.returns[static_cast<size_t>(r)].optional) {
-      return absl::UnimplementedError(
-          absl::StrCat("output '", names[static_cast<size_t>(r)], "' of model ", op.QualifiedName(),
-                       " is ", op.returns[static_cast<size_t>(r)].type,
-                       ", which this protocol front end does not carry yet (myops.v1 Call does)"));
-    }
-  }
-  return selected;
-}
-
 namespace {
 
 absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
                                                         const ModelInferRequest& request,
                                                         const OpCall& call,
                                                         const std::vector<int>& selected) {
-  const std::vector<std::string> names = OutputNames(op);
+  auto outputs = ResultOutputs(op, call, selected);
+  if (!outputs.ok()) return outputs.status();
   // The owner (in call.keep_alive) of each result's tensor memory.
   std::vector<size_t> owner_of(call.results.size(), 0);
   size_t next_owner = 0;
@@ -183,60 +116,16 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
   head.set_model_version(kModelVersion);
   head.set_id(request.id());
   std::vector<grpc::Slice> contents;
-  for (int r : selected) {
-    if (r >= static_cast<int>(call.results.size())) {
-      return absl::InternalError(absl::StrCat(op.QualifiedName(), " returned ", call.results.size(),
-                                              " results, not ", names.size()));
-    }
-    const Value& v = call.results[static_cast<size_t>(r)];
+  for (const OutputTensor& o : *outputs) {
     auto* out = head.add_outputs();
-    out->set_name(names[static_cast<size_t>(r)]);
-    switch (v.kind) {
-      case K::kTensor: {
-        const Datatype* type = DatatypeOf(v.tensor.dtype);
-        if (type == nullptr) {
-          return absl::UnimplementedError(
-              absl::StrCat("output '", out->name(), "' has dtype ", DTypeName(v.tensor.dtype),
-                           ", which this protocol front end does not carry yet"));
-        }
-        out->set_datatype(type->name);
-        for (int64_t d : v.tensor.shape) out->add_shape(d);
-        contents.push_back(TensorSlice(v.tensor, call.keep_alive.at(owner_of[r])));
-        break;
-      }
-      case K::kInt:
-        out->set_datatype("INT64"), out->add_shape(1);
-        contents.push_back(CopySlice(std::vector<int64_t>{v.int_value}));
-        break;
-      case K::kFloat:
-        out->set_datatype("FP64"), out->add_shape(1);
-        contents.push_back(CopySlice(std::vector<double>{v.float_value}));
-        break;
-      case K::kBool:
-        out->set_datatype("BOOL"), out->add_shape(1);
-        contents.push_back(CopySlice(std::vector<uint8_t>{v.bool_value ? uint8_t{1} : uint8_t{0}}));
-        break;
-      case K::kIntList:
-        out->set_datatype("INT64"), out->add_shape(static_cast<int64_t>(v.int_list.size()));
-        contents.push_back(CopySlice(v.int_list));
-        break;
-      case K::kFloatList:
-        out->set_datatype("FP64"), out->add_shape(static_cast<int64_t>(v.float_list.size()));
-        contents.push_back(CopySlice(v.float_list));
-        break;
-      case K::kString: {
-        out->set_datatype("BYTES"), out->add_shape(1);
-        std::string bytes(4, '\0');
-        const auto n = static_cast<uint32_t>(v.string_value.size());
-        std::memcpy(bytes.data(), &n, 4);  // little-endian length, as Triton's BYTES
-        bytes += v.string_value;
-        contents.push_back(grpc::Slice(bytes));
-        break;
-      }
-      default:
-        return absl::UnimplementedError(absl::StrCat(
-            "output '", out->name(), "' of model ", op.QualifiedName(),
-            " is None or a tensor list, which this protocol front end does not carry yet"));
+    out->set_name(o.name);
+    out->set_datatype(o.datatype());
+    for (int64_t d : o.shape) out->add_shape(d);
+    if (o.is_tensor) {
+      contents.push_back(
+          TensorSlice(call.results[o.result].tensor, call.keep_alive.at(owner_of[o.result])));
+    } else {
+      contents.push_back(grpc::Slice(o.owned));
     }
   }
   wire::MessageWriter writer;

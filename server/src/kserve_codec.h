@@ -34,21 +34,11 @@
 #include "absl/status/statusor.h"
 #include "codec.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
+#include "kserve_args.h"
 #include "runtime/op_registry.h"
 #include "runtime/value.h"
 
 namespace myops::server::kserve {
-
-// The only version of every model.
-inline constexpr char kModelVersion[] = "1";
-
-// The index of the served op that model `name` (version `version`: empty or "1") is;
-// NOT_FOUND saying why not.
-absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& name,
-                              const std::string& version);
-
-// The model's name (its op's qualified name) and its output names, in schema order.
-std::vector<std::string> OutputNames(const OpInfo& op);
 
 // ModelMetadataResponse of `op`: inputs are the arguments an input tensor can carry
 // (Tensor: FP32 with shape [-1], any datatype of the pipeline and any shape accepted;
@@ -62,20 +52,17 @@ void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out);
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
 
-// The request's inputs and parameters as named arguments of `op`: tensors are views
-// into `request`, which must outlive them (or, for INT8, INT16 and UINT8 tensors in
-// 32-bit typed contents, into narrowed copies appended to `scratch`). INVALID_ARGUMENT naming the
-// input for an unknown datatype, one the argument cannot take, contents that do not match the
-// shape, both raw and typed contents, or a tensor over `limits`.
-using Scratch = std::vector<std::unique_ptr<char[]>>;
+// The request's inputs and parameters as named arguments of `op` (kserve_args.h's rules):
+// tensors are views into `request`, which must outlive them (or, for INT8, INT16 and
+// UINT8 tensors in 32-bit typed contents, into narrowed copies appended to `scratch`).
+// INVALID_ARGUMENT naming the input for an unknown datatype, one the argument cannot
+// take, contents that do not match the shape, both raw and typed contents, or a tensor
+// over `limits`.
 absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
     const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
     Scratch* scratch);
 
-// Which results, in which order, the response holds: indices into the op's returns,
-// by the request's `outputs` (all, in schema order, when it names none). INVALID_ARGUMENT
-// naming an unknown or repeated output; UNIMPLEMENTED for a Tensor[] or optional return
-// (checked before the op runs).
+// The outputs the request names, in its order (kserve_args.h's SelectOutputs).
 absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op,
                                                const inference::ModelInferRequest& request);
 

@@ -25,6 +25,14 @@ struct TensorView {
   int64_t bytes = 0;
 };
 
+// Limits on a single tensor a client sends, checked before anything is allocated for
+// it. Both must be > 0.
+struct TensorLimits {
+  int64_t max_elements = int64_t{1} << 28;
+  int64_t max_bytes = int64_t{256} << 20;
+  int max_dims = 64;
+};
+
 // A writable view of the same kind (on the server: the response message's buffer).
 struct MutableTensorView {
   DType dtype = DType::kFloat32;

@@ -1,0 +1,126 @@
+// The Open Inference Protocol's rules for a request's inputs, parameters and outputs,
+// independent of the binding that carried them (gRPC: kserve_inputs.cc, HTTP/REST:
+// kserve_json.cc), so both front ends apply the same checks with the same messages.
+// The mapping itself is written down in kserve_codec.h. Neither torch nor protobuf.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kserve_datatypes.h"
+#include "runtime/op_registry.h"
+#include "runtime/value.h"
+
+namespace myops::server::kserve {
+
+// The only version of every model.
+inline constexpr char kModelVersion[] = "1";
+
+// The index of the served op that model `name` (version `version`: empty or "1") is;
+// NOT_FOUND saying why not.
+absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& name,
+                              const std::string& version);
+
+// The model's output names, in schema order.
+std::vector<std::string> OutputNames(const OpInfo& op);
+
+// Copies of input data that a binding had to make (narrowed typed contents, JSON data)
+// and that argument tensors point into.
+using Scratch = std::vector<std::unique_ptr<char[]>>;
+
+// One input tensor as a binding received it: `count` elements of `type` at `data`,
+// `stride` bytes apart (type->size, or 4 for INT8/INT16/UINT8 in 32-bit carriers).
+struct InputTensor {
+  std::string name;
+  const Datatype* type = nullptr;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  int64_t count = 0;
+  int64_t stride = 0;
+};
+
+// One request parameter as a binding received it.
+struct Parameter {
+  enum class Kind { kNone, kBool, kInt64, kUint64, kDouble, kString, kOther };
+  std::string name;
+  Kind kind = Kind::kNone;
+  bool bool_value = false;
+  int64_t int64_value = 0;
+  uint64_t uint64_value = 0;
+  double double_value = 0;
+  std::string string_value;
+  std::string other;  // kOther: what it is instead (e.g. "a JSON array")
+};
+
+// "input 'x' of model myops::scale_shift": how messages name an input.
+std::string InputField(const std::string& input, const std::string& model);
+
+// "[2, 3]".
+std::string ShapeString(absl::Span<const int64_t> shape);
+
+// The datatype named `name`; INVALID_ARGUMENT naming `field` and the datatypes there are.
+absl::StatusOr<const Datatype*> ParseDatatype(const std::string& name, const std::string& field);
+
+// The element count of `shape` (each dim >= 0, at most limits.max_dims dims, the product
+// and its bytes of `item_size` computed without overflow and within `limits`);
+// INVALID_ARGUMENT naming `field` otherwise.
+absl::StatusOr<int64_t> Elements(absl::Span<const int64_t> shape, int64_t item_size,
+                                 const std::string& field, const TensorLimits& limits);
+
+// Checks `bytes` as the raw data of `in` (type and count set): exactly count * size
+// bytes, and for BOOL each byte 0 or 1 (any other makes reading a C++ bool undefined).
+// `what` names where the bytes were ("raw contents", "binary data").
+absl::Status CheckRawData(const InputTensor& in, absl::string_view bytes, const std::string& field,
+                          const char* what);
+
+// Input `in` as a named argument of `op`: unnamed arguments become kNone (BindArguments
+// names them), tensors needing narrowing are copied into `scratch`. INVALID_ARGUMENT
+// naming the input when its datatype or element count does not fit the argument.
+absl::StatusOr<NamedValue> InputArgument(const OpInfo& op, const InputTensor& in, Scratch* scratch);
+
+// Parameter `p` as a named argument of `op`; nullopt when it names no argument (clients
+// send their own parameters). INVALID_ARGUMENT for a tensor argument or a value that
+// cannot be one.
+absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, const Parameter& p);
+
+// Which results, in which order, the response holds: indices into the op's returns, by
+// the names requested (all, in schema order, when none). INVALID_ARGUMENT naming an
+// unknown or repeated output; UNIMPLEMENTED for a Tensor[] or optional return.
+absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op,
+                                               const std::vector<std::string>& requested);
+
+// One output of a response: the result `result` of the call as the protocol carries it.
+// Tensor results are views of the call's memory (valid while the call lives); other
+// results are encoded into `owned` (INT64, FP64, BOOL bytes, BYTES with a 4-byte length).
+struct OutputTensor {
+  std::string name;
+  const Datatype* type = nullptr;  // nullptr: BYTES
+  std::vector<int64_t> shape;
+  size_t result = 0;
+  bool is_tensor = false;
+  const void* tensor_data = nullptr;
+  int64_t tensor_bytes = 0;
+  std::string owned;
+
+  absl::string_view bytes() const {
+    return is_tensor ? absl::string_view(static_cast<const char*>(tensor_data),
+                                         static_cast<size_t>(tensor_bytes))
+                     : absl::string_view(owned);
+  }
+  const char* datatype() const { return type != nullptr ? type->name : "BYTES"; }
+};
+
+// The outputs `selected` of `call`'s results. INTERNAL when the op returned fewer results
+// than its schema says; UNIMPLEMENTED for a result the protocol cannot carry (None,
+// Tensor[], a tensor of a dtype without datatype).
+absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const OpCall& call,
+                                                        const std::vector<int>& selected);
+
+}  // namespace myops::server::kserve
