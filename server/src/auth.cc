@@ -30,21 +30,30 @@ absl::StatusOr<BearerAuth> BearerAuth::FromFile(const std::string& path) {
   return BearerAuth(*std::move(token));
 }
 
+bool BearerAuth::Accepts(absl::string_view value) const {
+  return absl::StartsWith(value, kScheme) &&
+         ConstantTimeEquals(value.substr(kScheme.size()), token_);
+}
+
 absl::Status BearerAuth::Check(const grpc::CallbackServerContext& context) const {
   if (token_.empty()) return absl::OkStatus();
   const auto& metadata = context.client_metadata();
   const auto found = metadata.find("authorization");
-  bool ok = false;
-  if (found != metadata.end() && metadata.count("authorization") == 1) {
-    const absl::string_view value(found->second.data(), found->second.size());
-    if (absl::StartsWith(value, kScheme)) {
-      const absl::string_view sent = value.substr(kScheme.size());
-      ok = ConstantTimeEquals(sent, token_);
-    }
+  if (found != metadata.end() && metadata.count("authorization") == 1 &&
+      Accepts(absl::string_view(found->second.data(), found->second.size()))) {
+    return absl::OkStatus();
   }
-  if (ok) return absl::OkStatus();
   return absl::UnauthenticatedError(
       "this server requires the metadata \"authorization: Bearer <token>\" with the token of "
+      "its --auth-token-file");
+}
+
+absl::Status BearerAuth::CheckHeader(const char* authorization) const {
+  if (token_.empty() || (authorization != nullptr && Accepts(authorization))) {
+    return absl::OkStatus();
+  }
+  return absl::UnauthenticatedError(
+      "this server requires the header \"Authorization: Bearer <token>\" with the token of "
       "its --auth-token-file");
 }
 

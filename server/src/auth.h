@@ -1,5 +1,6 @@
-// Bearer-token authentication of the myops.v1.Myops RPCs (--auth-token-file). The
-// standard grpc.health.v1 service and server reflection are not checked, so probes work
+// Bearer-token authentication of the myops.v1.Myops RPCs, inference.GRPCInferenceService
+// and the HTTP/REST front end (--auth-token-file). The standard grpc.health.v1 service,
+// server reflection and the REST health endpoints are not checked, so probes work
 // without the token.
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace myops::server {
 
@@ -30,7 +32,13 @@ class BearerAuth {
   // The token is compared in constant time.
   absl::Status Check(const grpc::CallbackServerContext& context) const;
 
+  // As Check, for an HTTP request whose (first) Authorization header is `authorization`
+  // (nullptr: absent).
+  absl::Status CheckHeader(const char* authorization) const;
+
  private:
+  bool Accepts(absl::string_view value) const;  // "Bearer <token>", compared in constant time
+
   std::string token_;
 };
 

@@ -98,10 +98,9 @@ absl::StatusOr<int> ResolveFor(const OpInfo& op, const DeviceSet& devices,
 
 }  // namespace
 
-absl::Status MyopsService::ReserveCallRequest(int64_t bytes, CallState* state) {
+absl::Status MyopsService::ReserveCallRequest(int64_t bytes, int64_t held, CallState* state) {
   state->received_bytes = bytes;
-  // As received, and as parsed (protobuf copies the tensors' data once).
-  return Reserve(2 * bytes, &state->request_reservation);
+  return Reserve(held, &state->request_reservation);
 }
 
 void MyopsService::ProcessCall(CallState* state, Clock::time_point received,

@@ -136,6 +136,10 @@ ParseResult ParseCommandLine(int argc, char** argv) {
   env(app.add_option("--health-address", s.health_address,
                      "Plaintext grpc.health.v1 only, on HOST:PORT (probes when TLS is on)"),
       "MYOPS_HEALTH_ADDRESS");
+  env(app.add_option("--http-address", s.http_address,
+                     "Open Inference Protocol (KServe v2) HTTP/REST on HOST:PORT (port 0: any "
+                     "free port), with the TLS and token of gRPC; empty: off"),
+      "MYOPS_HTTP_ADDRESS");
   env(app.add_option("--metrics-address", s.metrics_address,
                      "Prometheus metrics (GET /metrics) on HOST:PORT; empty: off"),
       "MYOPS_METRICS_ADDRESS");

@@ -18,8 +18,9 @@
 namespace myops::server {
 namespace {
 
-constexpr const char* kRpcNames[] = {"ScaleShift", "ScaleShiftStream", "Call",
-                                     "CallStream", "ModelInfer",       "ModelStreamInfer"};
+constexpr const char* kRpcNames[] = {"ScaleShift",    "ScaleShiftStream", "Call",
+                                     "CallStream",    "ModelInfer",       "ModelStreamInfer",
+                                     "HttpModelInfer"};
 constexpr const char* kStageNames[] = {"decode", "queue", "compute", "encode"};
 constexpr const char* kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",

@@ -44,8 +44,9 @@ class Metrics {
     kCallStream = 3,
     kModelInfer = 4,  // inference.GRPCInferenceService (kserve_service.h)
     kModelStreamInfer = 5,
+    kHttpModelInfer = 6,  // POST /v2/models/{model}/infer (kserve_http.h)
   };
-  static constexpr int kRpcs = 6;
+  static constexpr int kRpcs = 7;
 
   Metrics();
   ~Metrics();

@@ -172,6 +172,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
           absl::StrCat("cannot listen for health checks on ", options.health_address));
     }
   }
+  if (!options.http_address.empty()) {
+    HttpOptions http{options.http_address, options.tls.cert_file, options.tls.client_ca_file};
+    auto started = KServeHttp::Start(http, s->service_.get(), auth);
+    if (!started.ok()) {
+      s->Shutdown(std::chrono::milliseconds(0));
+      return started.status();
+    }
+    s->http_ = std::move(*started);
+  }
   if (!options.metrics_address.empty()) {
     auto metrics = MetricsEndpoint::Start(options.metrics_address, s->service_->metrics());
     if (!metrics.ok()) {
@@ -226,12 +235,14 @@ std::string Server::Describe() const {
       " max_inflight_bytes=", service_->budget().limit(), " max_streams=", limits.max_streams,
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
+      http_ ? " | http on " + bound(options_.http_address, http_->port()) : "",
       metrics_ ? " | metrics on " + bound(options_.metrics_address, metrics_->port()) + "/metrics"
                : "");
 }
 
 void Server::BeginDrain() {
   if (kserve_) kserve_->BeginDrain();  // ServerReady false
+  if (http_) http_->BeginDrain();      // /v2/health/ready false
   for (grpc::Server* server : {server_.get(), health_server_.get()}) {
     if (server) server->GetHealthCheckService()->Shutdown();  // NOT_SERVING for every service
   }
@@ -244,6 +255,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
     BeginDrain();
     server_->Shutdown(std::chrono::system_clock::now() + grace);
   }
+  http_.reset();  // Stops accepting; requests being served finish (the executor still runs).
   if (executor_) executor_->Shutdown();
   if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now());
   metrics_.reset();

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor.h"
+#include "kserve_http.h"
 #include "kserve_service.h"
 #include "metrics_endpoint.h"
 #include "service.h"
@@ -32,6 +33,9 @@ struct ServerOptions {
   TlsOptions tls;
   bool reflection = true;
   std::string metrics_address;  // Prometheus GET /metrics on HOST:PORT; "" disables.
+  // The Open Inference Protocol's HTTP/REST front end on HOST:PORT (kserve_http.h), with
+  // the same TLS files and bearer token as gRPC; "" disables.
+  std::string http_address;
   // A second listener, always plaintext, serving only grpc.health.v1 (with the main
   // server's statuses): for probes that cannot speak TLS when `tls` is on. "" disables.
   std::string health_address;
@@ -65,6 +69,7 @@ class Server {
   int port() const { return port_; }
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }  // 0: off
   int health_port() const { return health_port_; }                      // 0: off
+  int http_port() const { return http_ ? http_->port() : 0; }           // 0: off
   // The service, for its metrics and memory budget (thread-safe reads).
   const MyopsService& service() const { return *service_; }
   // One line: address, devices, versions, limits, workers.
@@ -88,6 +93,7 @@ class Server {
   std::unique_ptr<MyopsService> service_;
   std::unique_ptr<KServeService> kserve_;  // inference.GRPCInferenceService over service_
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<KServeHttp> http_;             // REST over service_; stopped before the executor.
   std::unique_ptr<MetricsEndpoint> metrics_;     // Reads service_; serves until Shutdown ends.
   std::unique_ptr<grpc::Server> health_server_;  // Only grpc.health.v1, plaintext.
   int health_port_ = 0;

@@ -140,7 +140,11 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
 
   // A generic call's steps (call_service.cc): reserves the memory budget for a request of
   // `bytes` received bytes (as received and as parsed) before it is parsed...
-  absl::Status ReserveCallRequest(int64_t bytes, CallState* state);
+  absl::Status ReserveCallRequest(int64_t bytes, CallState* state) {
+    return ReserveCallRequest(bytes, 2 * bytes, state);
+  }
+  // (or `held` bytes for `bytes` received, where the front end's parsing holds more)...
+  absl::Status ReserveCallRequest(int64_t bytes, int64_t held, CallState* state);
   // ...then, once the front end has filled op, device and args, as Process: admits,
   // resolves the op, binds the arguments, picks a device with a kernel and submits; on
   // success also reserves the result tensors' bytes.

@@ -1,0 +1,412 @@
+// The Open Inference Protocol's HTTP/REST front end on civetweb (see kserve_http.h).
+#include "kserve_http.h"
+
+#include <civetweb.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <vector>
+#include "absl/strings/string_view.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "clock.h"
+#include "http_listener.h"
+#include "kserve_codec.h"
+#include "kserve_json.h"
+#include "myops/version.h"
+
+namespace myops::server {
+namespace {
+
+using Json = nlohmann::json;
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 499:
+      return "Client Closed Request";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Internal Server Error";
+  }
+}
+
+// Writes one response: status line, headers and `body` in one write, then `tail`.
+void Respond(mg_connection* conn, int status, absl::string_view body,
+             const char* content_type = "application/json",
+             const std::vector<absl::string_view>& tail = {}, int64_t tail_bytes = 0,
+             absl::string_view extra_headers = "") {
+  std::string out =
+      absl::StrCat("HTTP/1.1 ", status, " ", Reason(status), "\r\nContent-Type: ", content_type,
+                   "\r\nContent-Length: ", static_cast<int64_t>(body.size()) + tail_bytes, "\r\n",
+                   extra_headers, "\r\n");
+  out.append(body.data(), body.size());
+  mg_write(conn, out.data(), out.size());
+  for (absl::string_view part : tail) {
+    if (!part.empty()) mg_write(conn, part.data(), part.size());
+  }
+}
+
+void RespondError(mg_connection* conn, int http_status, const absl::Status& status) {
+  Respond(conn, http_status, kserve::ErrorJson(status.message()));
+}
+
+void RespondError(mg_connection* conn, const absl::Status& status) {
+  RespondError(conn, HttpStatusOf(status.code()), status);
+}
+
+// A REST inference on its way through the pipeline: the body its views point into.
+struct RestCallState : CallState {
+  std::unique_ptr<char[]> body;
+  kserve::RestInferRequest request;
+  const OpInfo* op_info = nullptr;
+  std::vector<int> selected;
+};
+
+Json MetadataJson(const inference::ModelMetadataResponse& m) {
+  auto tensors = [](const auto& list) {
+    Json out = Json::array();
+    for (const auto& t : list) {
+      out.push_back({{"name", t.name()},
+                     {"datatype", t.datatype()},
+                     {"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())}});
+    }
+    return out;
+  };
+  return {{"name", m.name()},
+          {"versions", std::vector<std::string>(m.versions().begin(), m.versions().end())},
+          {"platform", m.platform()},
+          {"inputs", tensors(m.inputs())},
+          {"outputs", tensors(m.outputs())}};
+}
+
+Json ConfigJson(const inference::ModelConfig& c) {
+  auto tensors = [](const auto& list, bool with_optional) {
+    Json out = Json::array();
+    for (const auto& t : list) {
+      Json j = {{"name", t.name()},
+                {"data_type", inference::DataType_Name(t.data_type())},
+                {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())}};
+      if constexpr (std::is_same_v<std::decay_t<decltype(t)>, inference::ModelInput>) {
+        if (with_optional) j["optional"] = t.optional();
+      }
+      out.push_back(std::move(j));
+    }
+    return out;
+  };
+  return {{"name", c.name()},
+          {"platform", c.platform()},
+          {"backend", c.backend()},
+          {"max_batch_size", c.max_batch_size()},
+          {"input", tensors(c.input(), true)},
+          {"output", tensors(c.output(), false)}};
+}
+
+}  // namespace
+
+int HttpStatusOf(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kCancelled:
+      return 499;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<KServeHttp>> KServeHttp::Start(const HttpOptions& options,
+                                                              MyopsService* pipeline,
+                                                              BearerAuth auth) {
+  auto listen = ParseListenAddress(options.address, "HTTP address");
+  if (!listen.ok()) return listen.status();
+  if (!options.cert_file.empty() || !options.client_ca_file.empty()) {
+    return absl::UnimplementedError(
+        "--http-address with --tls-cert: this build's HTTP library (Debian's civetweb 1.15) "
+        "cannot serve TLS (it looks up OpenSSL 1.1 symbols that OpenSSL 3 no longer exports, "
+        "and crashes on the first TLS connection); terminate TLS in front of the HTTP port "
+        "(ingress, sidecar) or use the gRPC front end, which serves TLS");
+  }
+  std::unique_ptr<KServeHttp> http(new KServeHttp(pipeline, std::move(auth)));
+  const std::string ports = absl::StrCat(listen->host, ":", listen->port);
+  // No document_root: civetweb serves no files; begin_request answers every request.
+  const std::string threads = std::to_string(kThreads);
+  const std::string queue = std::to_string(kQueuedConnections);
+  const std::string request_timeout = std::to_string(kRequestTimeoutMs);
+  const std::string keep_alive_timeout = std::to_string(kKeepAliveTimeoutMs);
+  const std::string header_bytes = std::to_string(kMaxHeaderBytes);
+  const char* civet_options[] = {"listening_ports",
+                                 ports.c_str(),
+                                 "num_threads",
+                                 threads.c_str(),
+                                 "connection_queue",
+                                 queue.c_str(),
+                                 "listen_backlog",
+                                 queue.c_str(),
+                                 "request_timeout_ms",
+                                 request_timeout.c_str(),
+                                 "keep_alive_timeout_ms",
+                                 keep_alive_timeout.c_str(),
+                                 "enable_keep_alive",
+                                 "yes",
+                                 "tcp_nodelay",
+                                 "1",
+                                 "max_request_size",
+                                 header_bytes.c_str(),
+                                 nullptr};
+  mg_callbacks callbacks{};
+  callbacks.begin_request = BeginRequest;
+  callbacks.log_message = LogStartMessage;
+  // Requests reach `http` as the context's user data.
+  std::string errors;
+  CollectStartErrors(&errors, [&] {
+    mg_init_library(0);
+    http->context_ = mg_start(&callbacks, http.get(), civet_options);
+  });
+  if (http->context_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", options.address, ": ",
+                                               errors.empty() ? "civetweb did not start" : errors));
+  }
+  mg_server_port bound[1];
+  if (mg_get_server_ports(http->context_, 1, bound) != 1 || bound[0].port <= 0) {
+    return absl::InternalError(absl::StrCat("HTTP on ", options.address, ": no port was bound"));
+  }
+  http->port_ = bound[0].port;
+  http->wake_ip_ = LocalAddressOf(listen->host);
+  return http;
+}
+
+KServeHttp::~KServeHttp() {
+  if (context_ == nullptr) return;
+  StopListener([this] { mg_stop(context_); }, wake_ip_, port_);
+  mg_exit_library();
+}
+
+int KServeHttp::BeginRequest(mg_connection* conn) {
+  auto* self = static_cast<KServeHttp*>(mg_get_user_data(mg_get_context(conn)));
+  self->Serve(conn);
+  return 1;  // handled
+}
+
+void KServeHttp::Serve(mg_connection* conn) {
+  const mg_request_info* info = mg_get_request_info(conn);
+  const absl::string_view method = info->request_method;
+  const std::string path = info->local_uri_raw != nullptr ? info->local_uri_raw : "";
+  auto only = [&](absl::string_view wanted) {
+    if (method == wanted) return true;
+    Respond(conn, 405, kserve::ErrorJson(absl::StrCat(path, " takes ", wanted, ", not ", method)),
+            "application/json", {}, 0, absl::StrCat("Allow: ", wanted, "\r\n"));
+    return false;
+  };
+  // Health is open, as grpc.health.v1 is: probes carry no token.
+  if (path == "/v2/health/live") {
+    if (only("GET")) Respond(conn, 200, "{\"live\":true}");
+    return;
+  }
+  if (path == "/v2/health/ready") {
+    if (!only("GET")) return;
+    if (ready()) return Respond(conn, 200, "{\"ready\":true}");
+    return Respond(conn, 400, kserve::ErrorJson("the server is draining"));
+  }
+  if (absl::Status denied = auth_.CheckHeader(mg_get_header(conn, "Authorization")); !denied.ok()) {
+    return RespondError(conn, denied);
+  }
+  if (path == "/v2") {
+    if (!only("GET")) return;
+    const Json meta = {{"name", "myops"},
+                       {"version", MYOPS_VERSION_STRING},
+                       {"extensions", {"model_configuration", "parameters", "binary_tensor_data"}}};
+    return Respond(conn, 200, meta.dump());
+  }
+  static constexpr absl::string_view kModels = "/v2/models/";
+  if (!absl::StartsWith(path, kModels)) {
+    return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
+  }
+  // {model}[/versions/{version}][/ready|/config|/infer]
+  std::vector<std::string> parts = absl::StrSplit(path.substr(kModels.size()), '/');
+  const std::string model = parts[0];
+  std::string version;
+  size_t next = 1;
+  if (parts.size() >= 3 && parts[1] == "versions") version = parts[2], next = 3;
+  const std::string action = next < parts.size() ? parts[next] : "";
+  if (next + 1 < parts.size() ||
+      (next < parts.size() && action != "ready" && action != "config" && action != "infer")) {
+    return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
+  }
+  if (action == "infer") {
+    if (only("POST")) Infer(conn, model, version);
+    return;
+  }
+  if (!only("GET")) return;
+  const OpRegistry& registry = *pipeline_->executor().info().registry;
+  auto index = kserve::FindModel(registry, model, version);
+  if (action == "ready") {
+    // An unknown model is not ready (as Triton answers), not an error.
+    if (!index.ok()) return RespondError(conn, 400, index.status());
+    if (ready()) return Respond(conn, 200, "{\"ready\":true}");
+    return Respond(conn, 400, kserve::ErrorJson("the server is draining"));
+  }
+  if (!index.ok()) return RespondError(conn, index.status());
+  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  if (action == "config") {
+    inference::ModelConfig config;
+    kserve::DescribeModelConfig(op, &config);
+    return Respond(conn, 200, ConfigJson(config).dump());
+  }
+  inference::ModelMetadataResponse meta;
+  kserve::DescribeModel(op, &meta);
+  Respond(conn, 200, MetadataJson(meta).dump());
+}
+
+void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std::string& version) {
+  const auto received = Clock::now();
+  const mg_request_info* info = mg_get_request_info(conn);
+  const int64_t length = info->content_length;
+  const ServiceLimits& limits = pipeline_->limits();
+  auto refuse = [&](int http_status, const absl::Status& status) {
+    pipeline_->metrics().Record(Metrics::Rpc::kHttpModelInfer, status, {}, 0);
+    RespondError(conn, http_status, status);
+  };
+  if (length < 0) {
+    return refuse(411, absl::InvalidArgumentError(
+                           "the request body needs a Content-Length (chunked bodies are not "
+                           "accepted: the server reserves memory for a body before reading it)"));
+  }
+  if (length > limits.max_message_bytes) {
+    return refuse(413, absl::ResourceExhaustedError(absl::StrCat(
+                           "the request body is ", length,
+                           " bytes, more than the largest message this server accepts (",
+                           limits.max_message_bytes, " bytes, --max-message-bytes)")));
+  }
+  RestCallState state;
+  const char* header_length = mg_get_header(conn, "Inference-Header-Content-Length");
+  // The JSON part's size as the header claims (checked once the body is read).
+  int64_t json_bytes = length;
+  if (header_length != nullptr) {
+    json_bytes = std::min<int64_t>(length, std::strtoll(header_length, nullptr, 10));
+    if (json_bytes < 0) json_bytes = length;
+  }
+  absl::Status status = pipeline_->ReserveCallRequest(
+      length, length + json_bytes * kserve::kJsonBytesPerByte, &state);
+  if (!status.ok()) return refuse(HttpStatusOf(status.code()), status);
+  state.body.reset(new char[static_cast<size_t>(length)]);
+  for (int64_t got = 0; got < length;) {
+    const int n = mg_read(conn, state.body.get() + got, static_cast<size_t>(length - got));
+    if (n <= 0) {
+      return refuse(400, absl::InvalidArgumentError(absl::StrCat(
+                             "the client sent ", got, " of the body's ", length, " bytes")));
+    }
+    got += n;
+  }
+  const absl::string_view body(state.body.get(), static_cast<size_t>(length));
+  status = [&]() -> absl::Status {
+    const OpRegistry& registry = *pipeline_->executor().info().registry;
+    auto index = kserve::FindModel(registry, model, version);
+    if (!index.ok()) return index.status();
+    state.op_info = &registry.ops()[static_cast<size_t>(*index)];
+    auto parts = kserve::SplitBody(
+        body, header_length ? std::optional<absl::string_view>(header_length) : std::nullopt);
+    if (!parts.ok()) return parts.status();
+    const std::string name = state.op_info->QualifiedName();
+    if (absl::Status s = kserve::ParseInferRequestJson(name, *parts, limits.tensor, &state.request);
+        !s.ok()) {
+      return s;
+    }
+    auto args = kserve::DecodeRestInputs(*state.op_info, state.request);
+    if (!args.ok()) return args.status();
+    auto selected = kserve::SelectOutputs(*state.op_info, state.request.outputs);
+    if (!selected.ok()) return selected.status();
+    state.args = std::move(*args);
+    state.selected = std::move(*selected);
+    state.op = name;
+    return absl::OkStatus();
+  }();
+  if (!status.ok()) return refuse(HttpStatusOf(status.code()), status);
+
+  // This worker thread waits for the executor: the pool bounds the requests it serves.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  myops::v1::Timing timing;
+  pipeline_->ProcessCall(
+      &state, received, std::chrono::system_clock::time_point::max(), [] { return false; },
+      [&](absl::Status s, const myops::v1::Timing& t) {
+        std::lock_guard<std::mutex> lock(mu);
+        status = std::move(s);
+        timing = t;
+        done = true;
+        cv.notify_one();  // under the lock: the waiter's frame outlives this call
+      });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  kserve::RestInferResponse response;
+  if (status.ok()) {
+    auto outputs = kserve::ResultOutputs(*state.op_info, state.call, state.selected);
+    if (outputs.ok()) {
+      response = kserve::EncodeInferResponseJson(state.op, state.request, *outputs);
+    } else {
+      status = outputs.status();
+    }
+  }
+  pipeline_->metrics().Record(Metrics::Rpc::kHttpModelInfer, status, timing,
+                              static_cast<uint64_t>(state.call.input_bytes));
+  if (!status.ok()) return RespondError(conn, status);
+  if (response.binary.empty()) return Respond(conn, 200, response.json);
+  Respond(conn, 200, response.json, "application/octet-stream", response.binary,
+          response.binary_bytes,
+          absl::StrCat("Inference-Header-Content-Length: ", response.json.size(), "\r\n"));
+}
+
+}  // namespace myops::server

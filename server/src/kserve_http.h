@@ -1,0 +1,108 @@
+// The Open Inference Protocol (KServe v2) HTTP/REST front end (--http-address): health,
+// server and model metadata, model configuration and inference with JSON tensors and the
+// binary tensor data extension, over the same pipeline as the gRPC front ends
+// (MyopsService::ProcessCall: admission, memory budget, executor, metrics under the
+// "HttpModelInfer" rpc label). The mapping of operators to models is kserve_codec.h's,
+// the request rules kserve_args.h's, the bodies kserve_json.h's. No torch here.
+//
+// Library: civetweb (Debian libcivetweb-dev 1.15, already linked for /metrics through
+// prometheus-cpp), chosen over cpp-httplib 0.11.4, Boost.Beast 1.74 and libevhtp 1.2.18:
+//  - concurrency: a fixed pool of kThreads workers, each serving one connection at a time
+//    and blocking while its request runs (the executor's threads compute; civetweb's never
+//    touch gRPC), plus a bounded queue of accepted connections. cpp-httplib 0.11's task
+//    queue is unbounded (max_queued_requests came in 0.15), though Debian's build does
+//    serve TLS (the one thing it would bring, see TLS below); Beast is asynchronous but
+//    leaves connection limits, timeouts, parsing limits and TLS plumbing to us (several
+//    hundred lines); libevhtp's Debian release is from 2018 and upstream is inactive
+//    (Triton ships its own fork).
+//  - robustness: the handler sees Content-Length before any body byte is read, so the
+//    body is refused (413) or its memory reserved from the budget before it is read;
+//    headers are bounded (max_request_size); request_timeout_ms cuts off slow senders and
+//    readers, keep_alive_timeout_ms idle connections.
+//  - TLS: NOT served. Debian 12's civetweb 1.15 loads OpenSSL at run time by OpenSSL 1.1
+//    names; libssl.so.3 no longer exports SSL_get_peer_certificate, which civetweb calls
+//    on every TLS connection (a null call: the server crashed on the first handshake
+//    when tried). Start refuses --http-address with --tls-cert (UNIMPLEMENTED), never
+//    falling back to plaintext; terminate TLS in front of the port or use gRPC. A
+//    civetweb built for OpenSSL 3 (upstream 1.15 has OPENSSL_API_3_0) would serve it.
+//  - small-request throughput (100-byte POST echo, keep-alive, loopback, 2 shared cores):
+//    civetweb writing each response in one mg_write 31.6k req/s on 1 connection and 72k
+//    on 8; cpp-httplib 22k and 28k. (civetweb's header API, which writes headers and body
+//    separately, measured 8.4k and 25k: responses here are one write.)
+// JSON: nlohmann-json 3.11 (Debian nlohmann-json3-dev): exceptions with positions for
+// malformed input, exact integer/unsigned/float distinction for datatype checks.
+//
+// HTTP status of an absl status (errors carry {"error": "<message>"}, the message the
+// gRPC front end gives): OK 200; INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE 400;
+// UNAUTHENTICATED 401; PERMISSION_DENIED 403; NOT_FOUND 404; ALREADY_EXISTS, ABORTED 409;
+// RESOURCE_EXHAUSTED 429 (413 for a body over --max-message-bytes); CANCELLED 499;
+// UNIMPLEMENTED 501; UNAVAILABLE 503; DEADLINE_EXCEEDED 504; others 500. Also: 405 for a
+// wrong method, 411 for a body without Content-Length (chunked), and health/readiness
+// false as 400 (the protocol's "4xx is false").
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "auth.h"
+#include "service.h"
+
+struct mg_connection;
+struct mg_context;
+
+namespace myops::server {
+
+struct HttpOptions {
+  std::string address;  // HOST:PORT; port 0: any free port
+  // gRPC's TLS files: must be empty (see TLS above); set, Start says why not.
+  std::string cert_file;
+  std::string client_ca_file;
+};
+
+// The HTTP status for `code` (the table above).
+int HttpStatusOf(absl::StatusCode code);
+
+// Thread-safe: port() and BeginDrain() from any thread; destroy from one. Borrows
+// `pipeline`, which must outlive it.
+class KServeHttp {
+ public:
+  static constexpr int kThreads = 32;               // connections served at once
+  static constexpr int kQueuedConnections = 64;     // accepted, waiting for a thread
+  static constexpr int kRequestTimeoutMs = 30000;   // to send a request or take a response
+  static constexpr int kKeepAliveTimeoutMs = 5000;  // an idle connection is closed after
+  static constexpr int kMaxHeaderBytes = 16384;
+
+  // Listens on options.address; InvalidArgument for a malformed address, Unimplemented
+  // with TLS files, Unavailable naming the reason when it cannot listen.
+  static absl::StatusOr<std::unique_ptr<KServeHttp>> Start(const HttpOptions& options,
+                                                           MyopsService* pipeline, BearerAuth auth);
+  // Stops: no new connections; requests being served finish first.
+  ~KServeHttp();
+  KServeHttp(const KServeHttp&) = delete;
+  KServeHttp& operator=(const KServeHttp&) = delete;
+
+  int port() const { return port_; }
+
+  // From now on /v2/health/ready and model readiness answer false (the server drains).
+  void BeginDrain() { draining_.store(true, std::memory_order_release); }
+
+ private:
+  KServeHttp(MyopsService* pipeline, BearerAuth auth)
+      : pipeline_(pipeline), auth_(std::move(auth)) {}
+  static int BeginRequest(mg_connection* conn);  // civetweb's callback: every request
+  void Serve(mg_connection* conn);
+  void Infer(mg_connection* conn, const std::string& model, const std::string& version);
+  bool ready() const { return !draining_.load(std::memory_order_acquire); }
+
+  MyopsService* pipeline_;
+  const BearerAuth auth_;
+  std::atomic<bool> draining_{false};
+  mg_context* context_ = nullptr;
+  int port_ = 0;
+  uint32_t wake_ip_ = 0;
+};
+
+}  // namespace myops::server
