@@ -391,9 +391,11 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done; });
   }
+  // The response's binary parts are views of `outputs` (and of the call's results).
+  absl::StatusOr<std::vector<kserve::OutputTensor>> outputs;
   kserve::RestInferResponse response;
   if (status.ok()) {
-    auto outputs = kserve::ResultOutputs(*state.op_info, state.call, state.selected);
+    outputs = kserve::ResultOutputs(*state.op_info, state.call, state.selected);
     if (outputs.ok()) {
       response = kserve::EncodeInferResponseJson(state.op, state.request, *outputs);
     } else {

@@ -79,6 +79,9 @@ class ServerProcess:
             stdout=self._log, stderr=subprocess.STDOUT)
         self.pid = self.process.pid
         self.address, self.metrics_address = self._wait_for_startup()
+        # The HTTP/REST front end's address when --http-address was given, else None.
+        http = re.search(r"http on (127\.0\.0\.1:\d+)", self.log())
+        self.http_address = http.group(1) if http else None
         self.port = int(self.address.rsplit(":", 1)[1])
 
     def log(self) -> str:
