@@ -223,9 +223,10 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
   }
   const int64_t leaves = CountLeaves(*data, in->count);
   if (leaves != in->count) {
-    return Invalid(field, absl::StrCat("has ", leaves > in->count ? "more than " : "", leaves,
-                                       " elements in 'data' but shape ", ShapeString(in->shape),
-                                       " needs ", in->count));
+    return Invalid(field,
+                   absl::StrCat("has ", leaves > in->count ? "more than " : "",
+                                std::min(leaves, in->count), " elements in 'data' but shape ",
+                                ShapeString(in->shape), " needs ", in->count));
   }
   auto& buffer = scratch->emplace_back(new char[static_cast<size_t>(in->count * in->type->size)]);
   int64_t k = 0;
