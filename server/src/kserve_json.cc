@@ -109,20 +109,20 @@ absl::Status WriteElement(const Json& j, const Datatype& type, int64_t k, const 
     case Family::kUnsigned: {
       const int bits = static_cast<int>(type.size * 8);
       const bool is_signed = type.family == Family::kSigned;
-      const int64_t lo = is_signed ? -(int64_t{1} << (bits - 1)) : 0;
       const uint64_t hi = is_signed ? (uint64_t{1} << (bits - 1)) - 1
                                     : (bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1);
-      const std::string range = absl::StrCat("integers from ", lo, " to ", hi);
+      const int64_t lo = is_signed ? -static_cast<int64_t>(hi) - 1 : 0;
+      const auto range = [&] { return absl::StrCat("integers from ", lo, " to ", hi); };
       int64_t v = 0;
       if (j.is_number_unsigned()) {
         const auto u = j.get<uint64_t>();
-        if (u > hi) return bad(range);
+        if (u > hi) return bad(range());
         v = static_cast<int64_t>(u);
       } else if (j.is_number_integer()) {
         v = j.get<int64_t>();
-        if (v < lo) return bad(range);
+        if (v < lo) return bad(range());
       } else {
-        return bad(range);
+        return bad(range());
       }
       std::memcpy(out, &v, static_cast<size_t>(type.size));  // little-endian: the low bytes
       return absl::OkStatus();

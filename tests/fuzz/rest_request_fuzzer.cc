@@ -1,0 +1,100 @@
+// Fuzz target: the Open Inference Protocol's REST request body, as POST .../infer reads
+// it: the first input byte chooses whether an Inference-Header-Content-Length header is
+// sent and (with the next two) its value; the rest is the body. SplitBody, then
+// ParseInferRequestJson with the default limits, then DecodeRestInputs for an operator
+// taking a tensor, a float, an int list, a ScalarType and a str, then the response
+// encoding of the accepted inputs echoed as outputs. Beyond "no crash, no sanitizer
+// report", checks what the front end relies on: refusals are INVALID_ARGUMENT; data
+// copied from JSON takes at most 8 bytes per byte of JSON (nothing is allocated from a
+// shape alone); binary inputs are views inside the body; every input holds count * size
+// bytes with count the product of its shape; the response's JSON parses.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kserve_json.h"
+
+namespace {
+
+[[noreturn]] void Fail(const char* what) {
+  fprintf(stderr, "fuzz property violated: %s\n", what);
+  __builtin_trap();
+}
+
+namespace k = myops::server::kserve;
+using myops::server::ArgInfo;
+using myops::server::ArgKind;
+
+ArgInfo Arg(const char* name, ArgKind kind) {
+  ArgInfo a;
+  a.name = name;
+  a.type = myops::server::ArgKindName(kind);
+  a.kind = kind;
+  return a;
+}
+
+const myops::server::OpInfo& Op() {
+  static const myops::server::OpInfo op = [] {
+    myops::server::OpInfo o;
+    o.name = "fuzz::op";
+    o.args = {Arg("x", ArgKind::kTensor), Arg("alpha", ArgKind::kFloat),
+              Arg("sizes", ArgKind::kIntList), Arg("dtype", ArgKind::kScalarType),
+              Arg("text", ArgKind::kString)};
+    o.returns = {Arg("", ArgKind::kTensor)};
+    return o;
+  }();
+  return op;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
+  if (size < 3) return 0;
+  const bool with_header = bytes[0] & 1;
+  const std::string header = std::to_string(bytes[1] | (bytes[2] << 8));
+  const absl::string_view body(reinterpret_cast<const char*>(bytes + 3), size - 3);
+  auto parts =
+      k::SplitBody(body, with_header ? std::optional<absl::string_view>(header) : std::nullopt);
+  if (!parts.ok()) {
+    if (parts.status().code() != absl::StatusCode::kInvalidArgument) Fail("SplitBody's code");
+    return 0;
+  }
+  k::RestInferRequest request;
+  const absl::Status status =
+      k::ParseInferRequestJson("fuzz::op", *parts, myops::server::TensorLimits{}, &request);
+  if (!status.ok()) {
+    if (status.code() != absl::StatusCode::kInvalidArgument) Fail("a refusal's code");
+    return 0;
+  }
+  size_t copied = 0;
+  std::vector<k::OutputTensor> echoed;
+  for (const k::InputTensor& in : request.inputs) {
+    int64_t numel = 1;
+    for (int64_t d : in.shape) numel *= d;
+    if (numel != in.count || in.stride != in.type->size) Fail("count or stride");
+    const char* data = static_cast<const char*>(in.data);
+    const size_t n = static_cast<size_t>(in.count * in.type->size);
+    const bool in_body = data >= body.data() && data + n <= body.data() + body.size();
+    if (!in_body) copied += n;
+    if (n > 0 && data == nullptr) Fail("no data");
+    k::OutputTensor out;
+    out.name = in.name;
+    out.type = in.type;
+    out.shape = in.shape;
+    out.is_tensor = true;
+    out.tensor_data = in.data;
+    out.tensor_bytes = static_cast<int64_t>(n);
+    echoed.push_back(std::move(out));
+  }
+  if (copied > 8 * parts->json.size()) Fail("JSON data costs more than 8 bytes per byte");
+  auto args = k::DecodeRestInputs(Op(), request);
+  if (!args.ok() && args.status().code() != absl::StatusCode::kInvalidArgument) {
+    Fail("DecodeRestInputs's code");
+  }
+  request.outputs.clear();  // every echoed output, by binary_data_output
+  const k::RestInferResponse response = k::EncodeInferResponseJson("fuzz::op", request, echoed);
+  if (!nlohmann::json::accept(response.json)) Fail("the response is not JSON");
+  return 0;
+}
