@@ -90,6 +90,7 @@ struct RestCallState : CallState {
   kserve::RestInferRequest request;
   const OpInfo* op_info = nullptr;
   std::vector<int> selected;
+  BudgetReservation response_reservation;  // the response's JSON, while it is built and sent
 };
 
 Json MetadataJson(const inference::ModelMetadataResponse& m) {
@@ -396,10 +397,14 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   kserve::RestInferResponse response;
   if (status.ok()) {
     outputs = kserve::ResultOutputs(*state.op_info, state.call, state.selected);
-    if (outputs.ok()) {
-      response = kserve::EncodeInferResponseJson(state.op, state.request, *outputs);
-    } else {
+    if (!outputs.ok()) {
       status = outputs.status();
+    } else {
+      status = pipeline_->ReserveResponse(kserve::JsonResponseBytes(state.request, *outputs),
+                                          &state.response_reservation);
+      if (status.ok()) {
+        response = kserve::EncodeInferResponseJson(state.op, state.request, *outputs);
+      }
     }
   }
   pipeline_->metrics().Record(Metrics::Rpc::kHttpModelInfer, status, timing,

@@ -341,6 +341,15 @@ absl::StatusOr<std::vector<NamedValue>> DecodeRestInputs(const OpInfo& op,
 
 namespace {
 
+// Whether output `i` goes as binary data: its binary_data parameter, else the request's
+// binary_data_output.
+bool AsBinary(const RestInferRequest& request, size_t i) {
+  if (i < request.output_binary.size() && request.output_binary[i]) {
+    return *request.output_binary[i];
+  }
+  return request.binary_data_output;
+}
+
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const int exponent = (h >> 10) & 0x1f;
@@ -416,6 +425,19 @@ Json DataJson(const OutputTensor& o) {
 
 }  // namespace
 
+int64_t JsonResponseBytes(const RestInferRequest& request,
+                          const std::vector<OutputTensor>& outputs) {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (AsBinary(request, i)) continue;
+    const OutputTensor& o = outputs[i];
+    const auto n = static_cast<int64_t>(o.bytes().size());
+    // BYTES: escaped text (up to 6 characters a byte, \u00XX) twice over (value, dump).
+    bytes += o.type == nullptr ? 12 * n : kJsonBytesPerOutputElement * (n / o.type->size);
+  }
+  return bytes;
+}
+
 RestInferResponse EncodeInferResponseJson(const std::string& model, const RestInferRequest& request,
                                           const std::vector<OutputTensor>& outputs) {
   RestInferResponse response;
@@ -424,8 +446,7 @@ RestInferResponse EncodeInferResponseJson(const std::string& model, const RestIn
   Json list = Json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const OutputTensor& o = outputs[i];
-    bool binary = request.binary_data_output;
-    if (!request.outputs.empty() && request.output_binary[i]) binary = *request.output_binary[i];
+    const bool binary = AsBinary(request, i);
     Json out = {{"name", o.name}, {"datatype", o.datatype()}, {"shape", o.shape}};
     if (binary) {
       out["parameters"] = {{"binary_data_size", o.bytes().size()}};

@@ -82,6 +82,16 @@ struct RestInferResponse {
 RestInferResponse EncodeInferResponseJson(const std::string& model, const RestInferRequest& request,
                                           const std::vector<OutputTensor>& outputs);
 
+// Bound on the memory EncodeInferResponseJson takes for one element sent as JSON data:
+// a nlohmann::json value (16 bytes) and its text (at most 25 characters and a comma),
+// with room for the array's growth.
+inline constexpr int64_t kJsonBytesPerOutputElement = 64;
+
+// The memory EncodeInferResponseJson takes beyond the outputs themselves (the outputs
+// sent as JSON data), for the front end to reserve from the budget before encoding.
+int64_t JsonResponseBytes(const RestInferRequest& request,
+                          const std::vector<OutputTensor>& outputs);
+
 // {"error": "<message>"}.
 std::string ErrorJson(absl::string_view message);
 

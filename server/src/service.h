@@ -151,6 +151,11 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   void ProcessCall(CallState* state, std::chrono::steady_clock::time_point received,
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
+  // Reserves `bytes` for what a front end builds beyond the results to send them (JSON
+  // text); RESOURCE_EXHAUSTED as for a request. Held in `out` until it is dropped.
+  absl::Status ReserveResponse(int64_t bytes, BudgetReservation* out) {
+    return Reserve(bytes, out);
+  }
   const ServiceLimits& limits() const { return limits_; }
   const Executor& executor() const { return *executor_; }
 

@@ -94,6 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     Fail("DecodeRestInputs's code");
   }
   request.outputs.clear();  // every echoed output, by binary_data_output
+  request.output_binary.clear();
+  if (k::JsonResponseBytes(request, echoed) < 0) Fail("a negative response estimate");
   const k::RestInferResponse response = k::EncodeInferResponseJson("fuzz::op", request, echoed);
   if (!nlohmann::json::accept(response.json)) Fail("the response is not JSON");
   return 0;

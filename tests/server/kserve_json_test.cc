@@ -213,6 +213,8 @@ TEST(KServeJson, ResponsesCarryJsonDataOrBinaryParts) {
             R"({"data":[1.0,-2.0],"datatype":"FP16","name":"c","shape":[2]},)"
             R"({"data":[1.5],"datatype":"BF16","name":"d","shape":[1]},)"
             R"({"data":[null],"datatype":"FP64","name":"e","shape":[1]}]})");
+  // a, c, d and e go as JSON: 2 + 2 + 1 + 1 elements.
+  EXPECT_EQ(JsonResponseBytes(request, outputs), 6 * kJsonBytesPerOutputElement);
   ASSERT_EQ(r.binary.size(), 1u);
   EXPECT_EQ(r.binary[0], outputs[1].owned);
   EXPECT_EQ(r.binary_bytes, 4);

@@ -105,6 +105,28 @@ def test_metrics_count_http_requests(server):
     assert poll(server.gauges_idle, timeout=60)
 
 
+def test_json_outputs_count_against_the_memory_budget():
+    """A response's JSON text is reserved before it is built: 20k floats as JSON data
+    (64 bytes each reserved) do not fit a 1 MB budget, the same as binary data do."""
+    server = ServerProcess("--http-address", "127.0.0.1:0", "--max-inflight-bytes", "1000000")
+    client = httpclient.InferenceServerClient(server.http_address)
+    x = httpclient.InferInput("x", [20000], "FP32")
+    x.set_data_from_numpy(np.ones(20000, np.float32))
+    params = {"alpha": 2.0, "beta": 1.0}
+    try:
+        out = client.infer(SCALE_SHIFT, [x], parameters=params)  # binary out: fits
+        assert (out.as_numpy("output__0") == 3.0).all()
+        with pytest.raises(InferenceServerException) as raised:
+            client.infer(SCALE_SHIFT, [x], parameters=params, outputs=[
+                httpclient.InferRequestedOutput("output__0", binary_data=False)])
+        assert raised.value.status() == "429"
+        assert "memory budget" in raised.value.message()
+        assert poll(server.gauges_idle, timeout=60)
+    finally:
+        client.close()
+        server.close()
+
+
 def test_bearer_token(tmp_path):
     token = tmp_path / "token"
     token.write_text("s3cret\n")
