@@ -38,14 +38,14 @@ log "image size: $((size / 1000000)) MB"
 
 # --- run: published port, flags through env (as in compose/k8s) and through args ------
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port=$(free_port) metrics_port=$(free_port)
+port=$(free_port) metrics_port=$(free_port) http_port=$(free_port)
 drain=8 grace=20
 # As locked down as deploy/k8s runs it: read-only root, no capabilities, no privilege gain.
 secure=(--read-only --cap-drop ALL --security-opt no-new-privileges)
 [ "$podman" = yes ] && secure+=(--read-only-tmpfs=false)
 # (podman without systemd complains it cannot schedule the HEALTHCHECK: noise, filtered)
 "$engine" run -d --name "$ctr" "${secure[@]}" --network bridge -p "127.0.0.1:$port:50051" \
-  -p "127.0.0.1:$metrics_port:9090" \
+  -p "127.0.0.1:$metrics_port:9090" -p "127.0.0.1:$http_port:8080" \
   -e MYOPS_DRAIN_DELAY=$drain -e MYOPS_GRACE_PERIOD=$grace "$image" --log-level info \
   2> >(grep -v 'systemd connection' >&2) >/dev/null
 [ "$("$engine" exec "$ctr" id -u)" = 10001 ] || fail "server does not run as uid 10001"
@@ -99,6 +99,21 @@ samples = [re.fullmatch(r'myops_requests_total\{(.*)\} (\S+)', l) for l in text.
 assert count >= 1, text
 PY
 log "metrics over 127.0.0.1:$metrics_port: requests counted"
+
+# --- The Open Inference Protocol over REST (the image enables it on 8080) -------------
+python3 - "$http_port" <<'PY' || fail "REST infer over the published port"
+import json, sys, urllib.request
+base = f"http://127.0.0.1:{sys.argv[1]}/v2"
+assert urllib.request.urlopen(f"{base}/health/ready", timeout=5).status == 200
+body = {"inputs": [{"name": "x", "shape": [3], "datatype": "FP32", "data": [1, 2, 3]}],
+        "parameters": {"alpha": 2.0, "beta": 1.0}}
+request = urllib.request.Request(f"{base}/models/myops::scale_shift/infer",
+                                 data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+(output,) = json.load(urllib.request.urlopen(request, timeout=10))["outputs"]
+assert output["data"] == [3.0, 5.0, 7.0], output
+PY
+log "REST infer over 127.0.0.1:$http_port: values correct"
 
 # --- SIGTERM with requests in flight --------------------------------------------------
 # Clients inside the container loop for ~3 s here; SIGTERM comes while they run. During the

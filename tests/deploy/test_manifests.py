@@ -29,6 +29,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 BUILD = pathlib.Path(os.environ.get("MYOPS_BUILD_DIR", REPO / "build"))
 PORT = 50051
+HTTP_PORT = 8080
 METRICS_PORT = 9090
 HEALTH_SERVICES = {"", "myops.v1.Myops"}
 DOCKER_STOP_DEFAULT_S = 10
@@ -152,22 +153,23 @@ def test_kustomizations_name_existing_files():
 
 def test_port_is_50051_everywhere():
     container = server_container()
-    assert sorted(p["name"] for p in container["ports"]) == ["grpc", "metrics"]
+    assert sorted(p["name"] for p in container["ports"]) == ["grpc", "http", "metrics"]
     (port,) = [p for p in container["ports"] if p["name"] == "grpc"]
     assert port["containerPort"] == PORT
     assert port_of(env_of(container)["MYOPS_ADDRESS"]) == PORT
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"]["port"] == PORT, probe
     for name in ("myops-server", "myops-server-headless"):
-        (svc_port,) = k8s_object("Service", name)["spec"]["ports"]
+        (svc_port,) = [p for p in k8s_object("Service", name)["spec"]["ports"] if p["name"] == "grpc"]
         target = svc_port["targetPort"]
         assert (port["containerPort"] if target == port["name"] else target) == PORT
         assert svc_port["port"] == PORT
     docker = dockerfile()
-    assert ("EXPOSE", f"{PORT} {METRICS_PORT}") in docker
+    assert ("EXPOSE", f"{PORT} {HTTP_PORT} {METRICS_PORT}") in docker
     assert port_of(dockerfile_env()["MYOPS_ADDRESS"]) == PORT
     server = compose()["services"]["server"]
-    assert server["ports"] == [f"{PORT}:{PORT}", f"{METRICS_PORT}:{METRICS_PORT}"]
+    assert server["ports"] == [f"{PORT}:{PORT}", f"{HTTP_PORT}:{HTTP_PORT}",
+                               f"{METRICS_PORT}:{METRICS_PORT}"]
     assert port_of(server["environment"]["MYOPS_ADDRESS"]) == PORT
     assert f"--target 127.0.0.1:{PORT}" in " ".join(server["healthcheck"]["test"])
     assert f"server:{PORT}" in compose()["services"]["load"]["command"]
@@ -238,7 +240,7 @@ def test_metrics_port_is_9090_everywhere():
     assert annotations["prometheus.io/scrape"] == "true"
     assert int(annotations["prometheus.io/port"]) == METRICS_PORT
     assert annotations["prometheus.io/path"] == "/metrics"
-    assert ("EXPOSE", f"{PORT} {METRICS_PORT}") in dockerfile()
+    assert ("EXPOSE", f"{PORT} {HTTP_PORT} {METRICS_PORT}") in dockerfile()
     assert port_of(dockerfile_env()["MYOPS_METRICS_ADDRESS"]) == METRICS_PORT
     server = compose()["services"]["server"]
     assert f"{METRICS_PORT}:{METRICS_PORT}" in server["ports"]
@@ -358,3 +360,18 @@ def test_the_server_exports_the_metric_the_hpa_scales_on():
     finally:
         process.kill()
         process.wait()
+
+
+def test_rest_port_is_8080_everywhere():
+    """The Open Inference Protocol over REST: on in the image, compose and the pods."""
+    container = server_container()
+    (port,) = [p for p in container["ports"] if p["name"] == "http"]
+    assert port["containerPort"] == HTTP_PORT
+    assert port_of(env_of(container)["MYOPS_HTTP_ADDRESS"]) == HTTP_PORT
+    for name in ("myops-server", "myops-server-headless"):
+        (svc_port,) = [p for p in k8s_object("Service", name)["spec"]["ports"] if p["name"] == "http"]
+        assert svc_port["port"] == HTTP_PORT and svc_port["targetPort"] == HTTP_PORT
+    assert port_of(dockerfile_env()["MYOPS_HTTP_ADDRESS"]) == HTTP_PORT
+    server = compose()["services"]["server"]
+    assert f"{HTTP_PORT}:{HTTP_PORT}" in server["ports"]
+    assert port_of(server["environment"]["MYOPS_HTTP_ADDRESS"]) == HTTP_PORT
