@@ -171,15 +171,11 @@ absl::StatusOr<std::unique_ptr<KServeHttp>> KServeHttp::Start(const HttpOptions&
                                                               BearerAuth auth) {
   auto listen = ParseListenAddress(options.address, "HTTP address");
   if (!listen.ok()) return listen.status();
-  if (!options.cert_file.empty() || !options.client_ca_file.empty()) {
-    return absl::UnimplementedError(
-        "--http-address with --tls-cert: this build's HTTP library (Debian's civetweb 1.15) "
-        "cannot serve TLS (it looks up OpenSSL 1.1 symbols that OpenSSL 3 no longer exports, "
-        "and crashes on the first TLS connection); terminate TLS in front of the HTTP port "
-        "(ingress, sidecar) or use the gRPC front end, which serves TLS");
-  }
   std::unique_ptr<KServeHttp> http(new KServeHttp(pipeline, std::move(auth)));
-  const std::string ports = absl::StrCat(listen->host, ":", listen->port);
+  http->tls_ = options.tls;
+  const bool tls = !options.tls.cert_file.empty();
+  // "s": this port speaks TLS only (no plaintext fallback).
+  const std::string ports = absl::StrCat(listen->host, ":", listen->port, tls ? "s" : "");
   // No document_root: civetweb serves no files; begin_request answers every request.
   const std::string threads = std::to_string(kThreads);
   const std::string queue = std::to_string(kQueuedConnections);
@@ -207,16 +203,19 @@ absl::StatusOr<std::unique_ptr<KServeHttp>> KServeHttp::Start(const HttpOptions&
                                  nullptr};
   mg_callbacks callbacks{};
   callbacks.begin_request = BeginRequest;
+  if (tls) callbacks.init_ssl = InitSsl;
   callbacks.log_message = LogStartMessage;
   // Requests reach `http` as the context's user data.
   std::string errors;
   CollectStartErrors(&errors, [&] {
-    mg_init_library(0);
+    mg_init_library(tls ? MG_FEATURES_TLS : 0);
     http->context_ = mg_start(&callbacks, http.get(), civet_options);
   });
   if (http->context_ == nullptr) {
     return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", options.address, ": ",
-                                               errors.empty() ? "civetweb did not start" : errors));
+                                               !http->tls_error_.empty() ? http->tls_error_
+                                               : errors.empty()          ? "civetweb did not start"
+                                                                         : errors));
   }
   mg_server_port bound[1];
   if (mg_get_server_ports(http->context_, 1, bound) != 1 || bound[0].port <= 0) {
@@ -231,6 +230,12 @@ KServeHttp::~KServeHttp() {
   if (context_ == nullptr) return;
   StopListener([this] { mg_stop(context_); }, wake_ip_, port_);
   mg_exit_library();
+}
+
+int KServeHttp::InitSsl(void* ssl_ctx, void* self) {
+  auto* http = static_cast<KServeHttp*>(self);
+  // 1: the context is set up here (civetweb loads no certificate itself); -1: refuse.
+  return ConfigureHttpTls(ssl_ctx, http->tls_, &http->tls_error_) ? 1 : -1;
 }
 
 int KServeHttp::BeginRequest(mg_connection* conn) {

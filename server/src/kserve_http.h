@@ -19,12 +19,12 @@
 //    body is refused (413) or its memory reserved from the budget before it is read;
 //    headers are bounded (max_request_size); request_timeout_ms cuts off slow senders and
 //    readers, keep_alive_timeout_ms idle connections.
-//  - TLS: NOT served. Debian 12's civetweb 1.15 loads OpenSSL at run time by OpenSSL 1.1
-//    names; libssl.so.3 no longer exports SSL_get_peer_certificate, which civetweb calls
-//    on every TLS connection (a null call: the server crashed on the first handshake
-//    when tried). Start refuses --http-address with --tls-cert (UNIMPLEMENTED), never
-//    falling back to plaintext; terminate TLS in front of the port or use gRPC. A
-//    civetweb built for OpenSSL 3 (upstream 1.15 has OPENSSL_API_3_0) would serve it.
+//  - TLS: with gRPC's --tls-cert/--tls-key (and --tls-client-ca), the REST port serves
+//    HTTPS only, with the same certificate and client-certificate rule (http_tls.h).
+//    Debian 12's civetweb 1.15 loads OpenSSL at run time as "libssl.so" by OpenSSL 1.1
+//    names, one of which (SSL_get_peer_certificate) libssl.so.3 no longer exports: the
+//    server links two shims with those sonames (src/civetweb_tls) that civetweb's dlopen
+//    finds, without which it crashed on the first handshake.
 //  - small-request throughput (100-byte POST echo, keep-alive, loopback, 2 shared cores):
 //    civetweb writing each response in one mg_write 31.6k req/s on 1 connection and 72k
 //    on 8; cpp-httplib 22k and 28k. (civetweb's header API, which writes headers and body
@@ -48,6 +48,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "auth.h"
+#include "http_tls.h"
 #include "service.h"
 
 struct mg_connection;
@@ -57,9 +58,7 @@ namespace myops::server {
 
 struct HttpOptions {
   std::string address;  // HOST:PORT; port 0: any free port
-  // gRPC's TLS files: must be empty (see TLS above); set, Start says why not.
-  std::string cert_file;
-  std::string client_ca_file;
+  HttpTlsFiles tls;     // gRPC's TLS files; empty: plain HTTP
 };
 
 // The HTTP status for `code` (the table above).
@@ -92,7 +91,8 @@ class KServeHttp {
  private:
   KServeHttp(MyopsService* pipeline, BearerAuth auth)
       : pipeline_(pipeline), auth_(std::move(auth)) {}
-  static int BeginRequest(mg_connection* conn);  // civetweb's callback: every request
+  static int BeginRequest(mg_connection* conn);   // civetweb's callback: every request
+  static int InitSsl(void* ssl_ctx, void* self);  // civetweb's callback: TLS set-up
   void Serve(mg_connection* conn);
   void Infer(mg_connection* conn, const std::string& model, const std::string& version);
   bool ready() const { return !draining_.load(std::memory_order_acquire); }
@@ -100,6 +100,8 @@ class KServeHttp {
   MyopsService* pipeline_;
   const BearerAuth auth_;
   std::atomic<bool> draining_{false};
+  HttpTlsFiles tls_;
+  std::string tls_error_;  // what InitSsl failed on, for Start's message
   mg_context* context_ = nullptr;
   int port_ = 0;
   uint32_t wake_ip_ = 0;

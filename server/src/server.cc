@@ -173,7 +173,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
   }
   if (!options.http_address.empty()) {
-    HttpOptions http{options.http_address, options.tls.cert_file, options.tls.client_ca_file};
+    HttpOptions http{options.http_address,
+                     {options.tls.cert_file, options.tls.key_file, options.tls.client_ca_file}};
     auto started = KServeHttp::Start(http, s->service_.get(), auth);
     if (!started.ok()) {
       s->Shutdown(std::chrono::milliseconds(0));
@@ -235,7 +236,9 @@ std::string Server::Describe() const {
       " max_inflight_bytes=", service_->budget().limit(), " max_streams=", limits.max_streams,
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
-      http_ ? " | http on " + bound(options_.http_address, http_->port()) : "",
+      http_ ? " | http on " + bound(options_.http_address, http_->port()) +
+                  (options_.tls.cert_file.empty() ? "" : " (TLS)")
+            : "",
       metrics_ ? " | metrics on " + bound(options_.metrics_address, metrics_->port()) + "/metrics"
                : "");
 }

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <openssl/ssl.h>
+
+#include "http_tls.h"
 #include "test_server.h"
 
 namespace myops::server {
@@ -154,6 +157,31 @@ TEST_F(TlsTest, MissingFilesFailAtStartup) {
   ASSERT_FALSE(server.ok());
   EXPECT_NE(std::string(server.status().message()).find("cannot read --tls-key file"),
             std::string::npos);
+}
+
+// The REST port's TLS set-up (http_tls.h) takes the same files, and says which one did not
+// load (the server's start-up error then names it).
+TEST_F(TlsTest, HttpTlsLoadsTheFilesOrNamesTheOneThatFails) {
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other -keyout " +
+      Path("other_key.pem") + " -out " + Path("other_cert.pem") + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  auto configure = [](const HttpTlsFiles& files, std::string* error) {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    const bool ok = ConfigureHttpTls(ctx, files, error);
+    SSL_CTX_free(ctx);
+    return ok;
+  };
+  std::string error;
+  EXPECT_TRUE(configure({Path("cert.pem"), Path("key.pem"), ""}, &error)) << error;
+  EXPECT_TRUE(configure({Path("cert.pem"), Path("key.pem"), Path("other_cert.pem")}, &error))
+      << error;
+  EXPECT_FALSE(configure({Path("cert.pem"), Path("other_key.pem"), ""}, &error));
+  EXPECT_NE(error.find("--tls-key"), std::string::npos) << error;
+  EXPECT_FALSE(configure({Path("missing.pem"), Path("key.pem"), ""}, &error));
+  EXPECT_NE(error.find("--tls-cert"), std::string::npos) << error;
+  EXPECT_FALSE(configure({Path("cert.pem"), Path("key.pem"), Path("missing.pem")}, &error));
+  EXPECT_NE(error.find("--tls-client-ca"), std::string::npos) << error;
 }
 
 }  // namespace
