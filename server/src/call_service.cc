@@ -107,12 +107,20 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
                                std::chrono::system_clock::time_point deadline,
                                std::function<bool()> is_cancelled, Done given_done) {
   const auto start = received;
-  // Counts the call under its operator's name once known (the registry's, never the
-  // client's string).
-  auto op_name = std::make_shared<std::string>();
-  Done done = [this, op_name, given_done = std::move(given_done)](absl::Status status,
-                                                                  const myops::v1::Timing& timing) {
-    metrics_.RecordOperator(*op_name, status);
+  const OpRegistry& registry = *executor_->info().registry;
+  auto index = registry.Find(state->op);
+  if (!index.ok()) {
+    // Counted under no operator: only the registry's names become label values, never a
+    // client's string.
+    metrics_.RecordOperator("", index.status());
+    return given_done(index.status(), {});
+  }
+  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  const int model = *index;
+  Done done = [this, &op, model, start, given_done = std::move(given_done)](
+                  absl::Status status, const myops::v1::Timing& timing) {
+    metrics_.RecordOperator(op.QualifiedName(), status);
+    RecordModel(model, status, start, timing);
     given_done(std::move(status), timing);
   };
   if (absl::Status admitted = Admit(); !admitted.ok()) return done(std::move(admitted), {});
@@ -120,12 +128,7 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
     inflight_.Release();
     done(std::move(status), {});
   };
-  const OpRegistry& registry = *executor_->info().registry;
-  auto index = registry.Find(state->op);
-  if (!index.ok()) return fail(index.status());
-  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
-  *op_name = op.QualifiedName();
-  state->call.op = *index;
+  state->call.op = model;
   if (absl::Status bound = BindArguments(op, std::move(state->args), &state->call); !bound.ok()) {
     return fail(std::move(bound));
   }
@@ -140,32 +143,31 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   job.deadline = ToSteady(deadline);
   job.is_cancelled = std::move(is_cancelled);
   const int64_t decode_ns = Nanos(Clock::now() - start);
-  executor_->Submit(
-      std::move(job), [this, state, start, decode_ns, op_name, done = std::move(done)](
-                          absl::Status status, const JobTiming& t) {
-        const auto computed = Clock::now();
-        if (status.ok()) {
-          // Results exist by now (the op allocated them); they are held from here until sent.
-          const int64_t result_bytes = ResultBytes(state->call);
-          if (result_bytes > limits_.max_message_bytes) {
-            status = absl::ResourceExhaustedError(
-                absl::StrCat("the results of ", *op_name, " take ", result_bytes,
-                             " bytes, more than the largest message this server sends (",
-                             limits_.max_message_bytes, " bytes, --max-message-bytes)"));
-          } else {
-            status = Reserve(result_bytes, &state->result_reservation);
-          }
-          if (!status.ok()) {
-            state->call.results.clear();
-            state->call.keep_alive.clear();
-          }
-        }
-        const myops::v1::Timing timing =
-            status.ok() ? MakeTiming(start, decode_ns, Nanos(Clock::now() - computed), t)
-                        : myops::v1::Timing();
-        inflight_.Release();
-        done(std::move(status), timing);
-      });
+  executor_->Submit(std::move(job), [this, state, start, decode_ns, &op, done = std::move(done)](
+                                        absl::Status status, const JobTiming& t) {
+    const auto computed = Clock::now();
+    if (status.ok()) {
+      // Results exist by now (the op allocated them); they are held from here until sent.
+      const int64_t result_bytes = ResultBytes(state->call);
+      if (result_bytes > limits_.max_message_bytes) {
+        status = absl::ResourceExhaustedError(
+            absl::StrCat("the results of ", op.QualifiedName(), " take ", result_bytes,
+                         " bytes, more than the largest message this server sends (",
+                         limits_.max_message_bytes, " bytes, --max-message-bytes)"));
+      } else {
+        status = Reserve(result_bytes, &state->result_reservation);
+      }
+      if (!status.ok()) {
+        state->call.results.clear();
+        state->call.keep_alive.clear();
+      }
+    }
+    const myops::v1::Timing timing =
+        status.ok() ? MakeTiming(start, decode_ns, Nanos(Clock::now() - computed), t)
+                    : myops::v1::Timing();
+    inflight_.Release();
+    done(std::move(status), timing);
+  });
 }
 
 grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* context,

@@ -95,6 +95,33 @@ void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
   }
 }
 
+void DescribeModelStats(const OpInfo& op, const ModelStatsSnapshot& stats,
+                        inference::ModelStatistics* out) {
+  auto set = [](const ModelStatsSnapshot::Duration& d, inference::StatisticDuration* to) {
+    to->set_count(d.count);
+    to->set_ns(d.ns);
+  };
+  out->set_name(op.QualifiedName());
+  out->set_version(kModelVersion);
+  out->set_last_inference(stats.last_inference_ms);
+  out->set_inference_count(stats.inference_count);
+  out->set_execution_count(stats.execution_count);
+  inference::InferStatistics* s = out->mutable_inference_stats();
+  set(stats.success, s->mutable_success());
+  set(stats.fail, s->mutable_fail());
+  set(stats.queue, s->mutable_queue());
+  set(stats.compute_input, s->mutable_compute_input());
+  set(stats.compute_infer, s->mutable_compute_infer());
+  set(stats.compute_output, s->mutable_compute_output());
+  if (stats.execution_count > 0) {
+    inference::InferBatchStatistics* batch = out->add_batch_stats();
+    batch->set_batch_size(1);
+    set(stats.compute_input, batch->mutable_compute_input());
+    set(stats.compute_infer, batch->mutable_compute_infer());
+    set(stats.compute_output, batch->mutable_compute_output());
+  }
+}
+
 namespace {
 
 absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,

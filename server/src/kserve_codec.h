@@ -35,6 +35,7 @@
 #include "codec.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "kserve_args.h"
+#include "model_stats.h"
 #include "runtime/op_registry.h"
 #include "runtime/value.h"
 
@@ -48,6 +49,11 @@ void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out);
 // ModelConfig of `op` (Triton's extension): the same inputs and outputs as DescribeModel,
 // max_batch_size 0, no batching sections.
 void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out);
+
+// ModelStatistics of `op` (Triton's extension) from `stats`: version "1", and one
+// batch_stats entry (batch size 1) once the model has run.
+void DescribeModelStats(const OpInfo& op, const ModelStatsSnapshot& stats,
+                        inference::ModelStatistics* out);
 
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);

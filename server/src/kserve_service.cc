@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "kserve_codec.h"
 #include "myops/version.h"
 #include "myops/wire/call_wire.h"
@@ -32,15 +33,30 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 };
 
+// The request's inputs, parameters and outputs as `op`'s arguments and results.
+absl::Status DecodeForModel(MyopsService* pipeline, const OpInfo& op, KServeCallState* state) {
+  auto args =
+      kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, &state->scratch);
+  if (!args.ok()) return args.status();
+  auto selected = kserve::SelectOutputs(op, state->request);
+  if (!selected.ok()) return selected.status();
+  state->args = std::move(*args);
+  state->selected = std::move(*selected);
+  state->op = op.QualifiedName();
+  return absl::OkStatus();
+}
+
 // Bounds the request's head, reserves the budget, then parses it (protobuf allocates as
 // much as was received again, and up to 8 times the packed typed contents) and decodes
 // its inputs and parameters into `state`.
-absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, KServeCallState* state) {
+// A request whose inputs do not decode counts as a failure of its model from `received`.
+absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes,
+                   Clock::time_point received, KServeCallState* state) {
   auto typed = wire::CheckInferRequestHead(bytes);
   if (!typed.ok()) return typed.status();
-  const auto received = static_cast<int64_t>(bytes.Length());
-  if (absl::Status reserved = pipeline->ReserveCallRequest(
-          received + static_cast<int64_t>((7 * *typed + 1) / 2), state);
+  const auto length = static_cast<int64_t>(bytes.Length());
+  if (absl::Status reserved =
+          pipeline->ReserveCallRequest(length + static_cast<int64_t>((7 * *typed + 1) / 2), state);
       !reserved.ok()) {
     return reserved;
   }
@@ -53,15 +69,9 @@ absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, KServe
   if (!index.ok()) return index.status();
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
   state->op_info = &op;
-  auto args =
-      kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, &state->scratch);
-  if (!args.ok()) return args.status();
-  auto selected = kserve::SelectOutputs(op, state->request);
-  if (!selected.ok()) return selected.status();
-  state->args = std::move(*args);
-  state->selected = std::move(*selected);
-  state->op = op.QualifiedName();
-  return absl::OkStatus();
+  absl::Status decoded = DecodeForModel(pipeline, op, state);
+  if (!decoded.ok()) pipeline->RecordModelFailure(*index, received);
+  return decoded;
 }
 
 // ModelStreamInfer's steps for StreamReactor: errors travel in the stream as
@@ -70,7 +80,7 @@ struct StreamInferKind {
   using State = KServeCallState;
   static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kModelStreamInfer;
   static absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, State* state) {
-    return server::Parse(pipeline, bytes, state);
+    return server::Parse(pipeline, bytes, Clock::now(), state);
   }
   template <typename Done>
   static void Process(MyopsService* pipeline, State* state, Clock::time_point received,
@@ -135,9 +145,11 @@ grpc::ServerUnaryReactor* KServeService::ServerMetadata(
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
   response->set_name("myops");
   response->set_version(MYOPS_VERSION_STRING);
-  // The extensions implemented: ModelConfig, and request parameters (arguments).
+  // The extensions implemented: ModelConfig, request parameters (arguments) and
+  // ModelStatistics.
   response->add_extensions("model_configuration");
   response->add_extensions("parameters");
+  response->add_extensions("statistics");
   return Done(context, absl::OkStatus());
 }
 
@@ -173,7 +185,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   const auto received = Clock::now();
   auto* reactor = new InferReactor();
   KServeCallState& state = reactor->state;
-  if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
+  if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
     pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
@@ -204,6 +216,32 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KServeService::Mode
     return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
   }
   return new StreamReactor<StreamInferKind>(pipeline_, context, pipeline_->TryOpenStream());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelStatistics(
+    grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = *executor_->info().registry;
+  const ModelStats& stats = pipeline_->model_stats();
+  if (!request->name().empty()) {
+    auto index = kserve::FindModel(registry, request->name(), request->version());
+    if (!index.ok()) return Done(context, index.status());
+    kserve::DescribeModelStats(registry.ops()[static_cast<size_t>(*index)], stats.Read(*index),
+                               response->add_model_stats());
+    return Done(context, absl::OkStatus());
+  }
+  if (!request->version().empty() && request->version() != kserve::kModelVersion) {
+    return Done(context, absl::NotFoundError(absl::StrCat("no model has version '",
+                                                          request->version(), "' (models have \"",
+                                                          kserve::kModelVersion, "\" only)")));
+  }
+  for (size_t i = 0; i < registry.ops().size(); ++i) {
+    if (!registry.ops()[i].served) continue;
+    kserve::DescribeModelStats(registry.ops()[i], stats.Read(static_cast<int>(i)),
+                               response->add_model_stats());
+  }
+  return Done(context, absl::OkStatus());
 }
 
 }  // namespace myops::server

@@ -20,18 +20,20 @@ namespace myops::server {
 // using this service. ModelInfer and ModelStreamInfer (Triton's extension: pipelined
 // requests, errors as error_message while the stream goes on; open streams count against
 // --max-streams) are raw methods so that result tensors are written into
-// the response from their own memory. Every RPC checks `auth` (the same token as
-// myops.v1).
+// the response from their own memory. ModelStatistics is Triton's "statistics"
+// extension. Every RPC checks `auth` (the same token as myops.v1).
 class KServeService final
-    : public inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
-          inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
-              inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
-                  inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
-                      inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
-                          inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
-                              inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
-                                  inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
-                                      inference::GRPCInferenceService::Service>>>>>>>> {
+    : public inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
+          inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
+              inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
+                  inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
+                      inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
+                          inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
+                              inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
+                                  inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
+                                      inference::GRPCInferenceService::
+                                          WithRawCallbackMethod_ModelInfer<
+                                              inference::GRPCInferenceService::Service>>>>>>>>> {
  public:
   KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth);
 
@@ -61,6 +63,12 @@ class KServeService final
                                        grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       grpc::CallbackServerContext* context) override;
+  // Statistics of one model, or of every served model when the request names none
+  // (MyopsService::model_stats(): requests of every front end); NOT_FOUND for an unknown
+  // model or version.
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override;
 
  private:
   bool ready() const { return !draining_.load(std::memory_order_acquire); }

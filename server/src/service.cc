@@ -15,6 +15,18 @@
 namespace myops::server {
 namespace {
 
+// The number of ops in `registry` (executors made for tests may have none).
+int Models(const OpRegistry* registry) {
+  return registry == nullptr ? 0 : static_cast<int>(registry->ops().size());
+}
+
+// The registry index of myops::scale_shift, -1 when it is not served.
+int ScaleShiftModel(const OpRegistry* registry) {
+  if (registry == nullptr) return -1;
+  auto index = registry->Find("myops::scale_shift");
+  return index.ok() ? *index : -1;
+}
+
 absl::Status NotARequest(const absl::Status& parsed) {
   return absl::InvalidArgumentError(
       absl::StrCat("the request is not a valid myops.v1.ScaleShiftRequest: ", parsed.message()));
@@ -33,11 +45,14 @@ class UnaryReactor final : public grpc::ServerUnaryReactor {
 struct ScaleShiftStreamKind {
   using State = RequestState;
   static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kScaleShiftStream;
-  static absl::Status Parse(MyopsService*, const grpc::ByteBuffer& bytes, State* state) {
+  static absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, State* state) {
+    const auto received = Clock::now();
     // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
     // in the received slices.
     absl::Status parsed = ParseRequest(bytes, &state->request, &state->input);
-    return parsed.ok() ? parsed : NotARequest(parsed);
+    if (parsed.ok()) return parsed;
+    service->RecordModelFailure(service->scale_shift_model(), received);
+    return NotARequest(parsed);
   }
   template <typename Done>
   static void Process(MyopsService* service, State* state, Clock::time_point received,
@@ -82,6 +97,8 @@ MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits, Bear
       inflight_(limits.max_inflight),
       budget_(limits.max_inflight_bytes > 0 ? limits.max_inflight_bytes
                                             : DefaultMemoryBudgetBytes()),
+      model_stats_(Models(executor->info().registry.get())),
+      scale_shift_model_(ScaleShiftModel(executor->info().registry.get())),
       streams_(limits.max_streams) {
   // Cannot fail: a valid name, new to this Metrics.
   metrics_
@@ -106,8 +123,13 @@ MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits, Bear
 
 void MyopsService::Process(RequestState* state, Clock::time_point received,
                            std::chrono::system_clock::time_point deadline,
-                           std::function<bool()> is_cancelled, Done done) {
+                           std::function<bool()> is_cancelled, Done given_done) {
   const auto start = received;
+  Done done = [this, start, given_done = std::move(given_done)](absl::Status status,
+                                                                const myops::v1::Timing& timing) {
+    RecordModel(scale_shift_model_, status, start, timing);
+    given_done(std::move(status), timing);
+  };
   if (absl::Status admitted = Admit(); !admitted.ok()) return done(std::move(admitted), {});
   auto fail = [this, &done](absl::Status status) {
     inflight_.Release();
@@ -185,6 +207,22 @@ absl::Status MyopsService::Reserve(int64_t need, BudgetReservation* out) {
       " bytes held); this request needs ", need, " more; retry later"));
 }
 
+void MyopsService::RecordModel(int model, const absl::Status& status, Clock::time_point received,
+                               const myops::v1::Timing& timing) {
+  if (!status.ok()) return RecordModelFailure(model, received);
+  RequestStages stages;
+  stages.decode_ns = timing.decode_ns();
+  stages.queue_ns = timing.queue_ns();
+  stages.compute_ns = timing.compute_ns();
+  stages.encode_ns = timing.encode_ns();
+  stages.total_ns = timing.total_ns();
+  model_stats_.RecordSuccess(model, stages, UnixMillisNow());
+}
+
+void MyopsService::RecordModelFailure(int model, Clock::time_point received) {
+  model_stats_.RecordFailure(model, Nanos(Clock::now() - received), UnixMillisNow());
+}
+
 bool MyopsService::TryOpenStream() { return streams_.TryAcquire(); }
 
 grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
@@ -199,6 +237,7 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
   if (absl::Status parsed = ParseRequest(*request, &state.request, &state.input); !parsed.ok()) {
     const absl::Status invalid = NotARequest(parsed);
     metrics_.Record(Metrics::Rpc::kScaleShift, invalid, {}, 0);
+    RecordModelFailure(scale_shift_model_, received);
     reactor->Finish(ToGrpcStatus(invalid));
     return reactor;
   }

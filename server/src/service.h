@@ -17,6 +17,7 @@
 #include "executor.h"
 #include "memory_budget.h"
 #include "metrics.h"
+#include "model_stats.h"
 #include "myops/v1/myops.grpc.pb.h"
 #include "runtime/value.h"
 
@@ -145,9 +146,10 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   }
   // (or `held` bytes for `bytes` received, where the front end's parsing holds more)...
   absl::Status ReserveCallRequest(int64_t bytes, int64_t held, CallState* state);
-  // ...then, once the front end has filled op, device and args, as Process: admits,
-  // resolves the op, binds the arguments, picks a device with a kernel and submits; on
-  // success also reserves the result tensors' bytes.
+  // ...then, once the front end has filled op, device and args, as Process: resolves the
+  // op, admits, binds the arguments, picks a device with a kernel and submits; on
+  // success also reserves the result tensors' bytes. Records the request in
+  // model_stats() once the op is resolved.
   void ProcessCall(CallState* state, std::chrono::steady_clock::time_point received,
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
@@ -166,6 +168,17 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   int64_t inflight() const { return inflight_.current(); }
   const MemoryBudget& budget() const { return budget_; }
 
+  // Per-model statistics (one model per op of the registry, by index), recorded by
+  // Process (as myops::scale_shift) and ProcessCall for every front end; thread-safe.
+  const ModelStats& model_stats() const { return model_stats_; }
+  // Records a request of op `model` (a registry index; -1: none) that a front end
+  // refused after it knew the model and before Process/ProcessCall took it, e.g. inputs
+  // that do not decode; `received` as given to ProcessCall.
+  void RecordModelFailure(int model, std::chrono::steady_clock::time_point received);
+  // The registry index of myops::scale_shift (what the ScaleShift RPCs call); -1 when it
+  // is not served.
+  int scale_shift_model() const { return scale_shift_model_; }
+
   // Open ScaleShiftStream RPCs; thread-safe.
   bool TryOpenStream();
   void CloseStream() { streams_.Release(); }
@@ -175,6 +188,10 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   absl::Status Admit();
   // Reserves `need` bytes into `out`, or says why not (RESOURCE_EXHAUSTED).
   absl::Status Reserve(int64_t need, BudgetReservation* out);
+  // Records a finished request of op `model` in model_stats_: its stages from `timing`
+  // when `status` is OK, else the time since `received`.
+  void RecordModel(int model, const absl::Status& status,
+                   std::chrono::steady_clock::time_point received, const myops::v1::Timing& timing);
 
   Executor* executor_;
   ServiceLimits limits_;
@@ -182,6 +199,8 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   InflightLimiter inflight_;
   MemoryBudget budget_;
   Metrics metrics_;
+  ModelStats model_stats_;
+  const int scale_shift_model_;
   InflightLimiter streams_;
   std::atomic<unsigned> round_robin_{0};
 };

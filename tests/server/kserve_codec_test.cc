@@ -154,5 +154,41 @@ TEST(KServeCodec, MetadataDescribesArgumentsAndReturns) {
   EXPECT_EQ(meta.outputs(1).name(), "hi");
 }
 
+TEST(KServeCodec, StatisticsAreTritonsModelStatistics) {
+  const OpRegistry registry = TestRegistry();
+  inference::ModelStatistics unused;
+  DescribeModelStats(registry.ops()[0], ModelStatsSnapshot(), &unused);
+  EXPECT_EQ(unused.version(), "1");
+  EXPECT_EQ(unused.batch_stats_size(), 0);  // never ran
+  ModelStatsSnapshot s;
+  s.last_inference_ms = 1234;
+  s.inference_count = s.execution_count = 2;
+  s.success = {2, 100};
+  s.fail = {1, 7};
+  s.queue = {2, 10};
+  s.compute_input = {2, 20};
+  s.compute_infer = {2, 30};
+  s.compute_output = {2, 40};
+  inference::ModelStatistics out;
+  DescribeModelStats(registry.ops()[1], s, &out);
+  EXPECT_EQ(out.name(), "myops::scale_shift.pair");
+  EXPECT_EQ(out.last_inference(), 1234u);
+  EXPECT_EQ(out.inference_count(), 2u);
+  EXPECT_EQ(out.execution_count(), 2u);
+  const inference::InferStatistics& i = out.inference_stats();
+  EXPECT_EQ(i.success().count(), 2u);
+  EXPECT_EQ(i.success().ns(), 100u);
+  EXPECT_EQ(i.fail().count(), 1u);
+  EXPECT_EQ(i.fail().ns(), 7u);
+  EXPECT_EQ(i.queue().ns(), 10u);
+  EXPECT_EQ(i.compute_input().ns(), 20u);
+  EXPECT_EQ(i.compute_infer().ns(), 30u);
+  EXPECT_EQ(i.compute_output().ns(), 40u);
+  ASSERT_EQ(out.batch_stats_size(), 1);
+  EXPECT_EQ(out.batch_stats(0).batch_size(), 1u);
+  EXPECT_EQ(out.batch_stats(0).compute_infer().count(), 2u);
+  EXPECT_EQ(out.batch_stats(0).compute_infer().ns(), 30u);
+}
+
 }  // namespace
 }  // namespace myops::server::kserve
