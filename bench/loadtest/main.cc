@@ -1,7 +1,8 @@
 // myops-loadtest: load generator for myops-server (and anything serving myops.v1, such as
 // bench/echo_server). Closed loop (--concurrency, a sweep with 1,2,4,...) or open loop
 // (--rate, constant or --poisson), unary or --stream, over --connections channels, of
-// scale_shift (--shape/--sizes, --dtype) or of any served operator (--op, --arg). Shows
+// scale_shift (--shape/--sizes, --dtype) or of any served operator (--op, --arg); or, with
+// --protocol kserve, the Open Inference Protocol's ModelInfer of myops::scale_shift. Shows
 // live progress on a terminal; prints a table, and writes --json / --csv.
 #include <unistd.h>
 
@@ -81,6 +82,16 @@ int main(int argc, char** argv) {
   app.add_option("--rate", rates, "Requests/s (open loop); a list sweeps")->delimiter(',');
   app.add_flag("--poisson", base.poisson, "Open loop: Poisson arrivals instead of constant");
   app.add_flag("--stream", base.streaming, "Closed loop over the ScaleShiftStream RPC");
+  std::string protocol = "myops", kserve_scalars = "parameters";
+  app.add_option("--protocol", protocol,
+                 "myops (myops.v1 ScaleShift, or Call with --op) | kserve (the Open Inference "
+                 "Protocol's ModelInfer of myops::scale_shift, raw_input_contents)")
+      ->check(CLI::IsMember({"myops", "kserve"}))
+      ->capture_default_str();
+  app.add_option("--kserve-scalars", kserve_scalars,
+                 "--protocol kserve: alpha and beta as request parameters or as FP64 inputs")
+      ->check(CLI::IsMember({"parameters", "inputs"}))
+      ->capture_default_str();
   app.add_option("--connections", base.connections, "gRPC channels")->capture_default_str();
   app.add_option("--shape", shape, "Tensor shape, e.g. 256 or 64,1024")
       ->delimiter(',')
@@ -159,6 +170,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   base.dtype = *parsed_dtype;
+  base.protocol =
+      protocol == "kserve" ? myops::loadtest::Protocol::kKServe : myops::loadtest::Protocol::kMyops;
+  base.kserve_scalars = kserve_scalars == "inputs" ? myops::loadtest::KServeScalars::kInputs
+                                                   : myops::loadtest::KServeScalars::kParameters;
   base.load_balancing = load_balancing == "pick_first" ? myops::client::LoadBalancing::kPickFirst
                                                        : myops::client::LoadBalancing::kRoundRobin;
   base.window = std::chrono::milliseconds(static_cast<int64_t>(duration_s * 1000));
@@ -218,8 +233,10 @@ int main(int argc, char** argv) {
     }
     points.push_back({spec, std::move(*result)});
   }
-  std::cout << "target " << base.target << ", " << (base.op.empty() ? dtype : "op " + base.op)
-            << ", " << base.connections << " connection(s)\n"
+  std::cout << "target " << base.target << ", "
+            << (base.protocol == myops::loadtest::Protocol::kKServe ? "kserve ModelInfer, " : "")
+            << (base.op.empty() ? dtype : "op " + base.op) << ", " << base.connections
+            << " connection(s)\n"
             << myops::loadtest::Table(points);
   if (!json_path.empty()) std::ofstream(json_path) << myops::loadtest::Json(points);
   if (!csv_path.empty()) std::ofstream(csv_path) << myops::loadtest::Csv(points);

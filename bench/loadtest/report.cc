@@ -115,6 +115,13 @@ std::string Table(const std::vector<Point>& points) {
   out += "server-side breakdown (mean / p99, us):\n";
   for (const auto& p : points) {
     const Stats& s = p.result.total;
+    if (p.spec.protocol == Protocol::kKServe) {
+      out += absl::StrFormat(
+          "%-20s %-8s none per request (KServe responses carry no timing; "
+          "ModelStatistics sums the stages per model)\n",
+          Mode(p.spec), SizeString(PayloadBytes(p.spec)));
+      continue;
+    }
     out += absl::StrFormat(
         "%-20s %-8s decode %.1f/%.1f  queue %.1f/%.1f  compute %.1f/%.1f  encode %.1f/%.1f  "
         "server total %.1f/%.1f\n",
@@ -148,22 +155,28 @@ std::string Json(const std::vector<Point>& points) {
       replicas.push_back(absl::StrFormat("\"%s\": %d", escaped, count));
     }
     rows.push_back(absl::StrFormat(
-        "    {\"target\": \"%s\", \"mode\": \"%s\", \"concurrency\": %d, \"rate\": %g, "
+        "    {\"target\": \"%s\", \"protocol\": \"%s\", \"mode\": \"%s\", \"concurrency\": %d, "
+        "\"rate\": %g, "
         "\"poisson\": %s, \"streaming\": %s, \"connections\": %d, %s, "
         "\"payload_bytes\": %d,\n     \"seconds\": %.4f, \"requests_ok\": %d, "
         "\"errors\": %d, \"errors_by_code\": {%s}, \"requests_by_replica\": {%s}, "
         "\"throughput_rps\": %.3f, "
         "\"payload_gb_per_s\": %.6f,\n     \"latency_us\": {%s, \"max\": %.3f, \"mean\": %.3f},\n"
-        "     \"server_us\": {%s, %s, %s, %s, %s},\n     \"stable\": %s, "
+        "     \"server_us\": %s,\n     \"stable\": %s, "
         "\"window_throughput_rps\": [%s]}",
-        p.spec.target, p.spec.rate > 0 ? "open" : "closed", p.spec.concurrency, p.spec.rate,
+        p.spec.target, p.spec.protocol == Protocol::kKServe ? "kserve" : "myops",
+        p.spec.rate > 0 ? "open" : "closed", p.spec.concurrency, p.spec.rate,
         p.spec.poisson ? "true" : "false", p.spec.streaming ? "true" : "false", p.spec.connections,
         WhatRuns(p.spec), PayloadBytes(p.spec), s.seconds, s.ok, s.error_count(),
         absl::StrJoin(errors, ", "), absl::StrJoin(replicas, ", "), s.throughput(),
         s.seconds > 0 ? static_cast<double>(s.payload_bytes) / s.seconds / 1e9 : 0.0,
         absl::StrJoin(q, ", "), Us(s.latency.max()), s.latency.mean() / 1000,
-        Breakdown("decode", s.decode), Breakdown("queue", s.queue), Breakdown("compute", s.compute),
-        Breakdown("encode", s.encode), Breakdown("total", s.server_total),
+        p.spec.protocol == Protocol::kKServe  // no per-request timing
+            ? std::string("null")
+            : absl::StrCat("{", Breakdown("decode", s.decode), ", ", Breakdown("queue", s.queue),
+                           ", ", Breakdown("compute", s.compute), ", ",
+                           Breakdown("encode", s.encode), ", ", Breakdown("total", s.server_total),
+                           "}"),
         p.result.stable ? "true" : "false",
         absl::StrJoin(p.result.window_throughput, ", ",
                       [](std::string* o, double v) { absl::StrAppendFormat(o, "%.3f", v); })));

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "collector.h"
 #include "tensor_values.h"
 
 namespace myops::loadtest {
@@ -22,41 +23,6 @@ using myops::client::Client;
 int64_t Nanos(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
-
-// One window's measurements. Thread-safe: workers and gRPC callbacks record concurrently.
-class Collector {
- public:
-  void Ok(int64_t latency_ns, const myops::client::Timing& t, int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    s_.ok++;
-    s_.payload_bytes += bytes;
-    s_.latency.Record(latency_ns);
-    s_.decode.Record(t.decode_ns);
-    s_.queue.Record(t.queue_ns);
-    s_.compute.Record(t.compute_ns);
-    s_.encode.Record(t.encode_ns);
-    s_.server_total.Record(t.total_ns);
-    s_.replicas[t.replica]++;
-    done_.fetch_add(1, std::memory_order_relaxed);
-  }
-  void Error(const absl::Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    s_.errors[absl::StatusCodeToString(status.code())]++;
-    done_.fetch_add(1, std::memory_order_relaxed);
-  }
-  int64_t done() const { return done_.load(std::memory_order_relaxed); }
-  Stats Snapshot(double seconds) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Stats copy = s_;
-    copy.seconds = seconds;
-    return copy;
-  }
-
- private:
-  std::mutex mu_;
-  Stats s_;
-  std::atomic<int64_t> done_{0};
-};
 
 // The tensor every request sends (scale_shift) or the arguments (--op); read-only once
 // built.
@@ -80,8 +46,12 @@ int64_t TensorBytes(absl::Span<const myops::client::Value> values) {
 
 class LoadRun final {
  public:
-  LoadRun(const LoadSpec& spec, std::vector<std::unique_ptr<Client>> clients, Payload payload)
-      : spec_(spec), clients_(std::move(clients)), payload_(std::move(payload)) {}
+  LoadRun(const LoadSpec& spec, std::vector<std::unique_ptr<Client>> clients,
+          std::vector<std::unique_ptr<KServeClient>> kserve_clients, Payload payload)
+      : spec_(spec),
+        clients_(std::move(clients)),
+        kserve_clients_(std::move(kserve_clients)),
+        payload_(std::move(payload)) {}
 
   RunResult Execute(const ProgressFn& progress) {
     if (spec_.streaming) ConnectEveryReplica();
@@ -92,7 +62,9 @@ class LoadRun final {
     } else {
       for (int i = 0; i < spec_.concurrency; ++i) {
         threads.emplace_back([this, i] {
-          if (spec_.op_values != nullptr) {
+          if (spec_.protocol == Protocol::kKServe) {
+            KServeWorker(i);
+          } else if (spec_.op_values != nullptr) {
             spec_.streaming ? CallStreamWorker(i) : CallWorker(i);
           } else {
             spec_.streaming ? StreamWorker(i) : UnaryWorker(i);
@@ -183,6 +155,21 @@ class LoadRun final {
       auto r = client.ScaleShiftInto(payload_.input.view(), 2.0, 1.0, out.mutable_view(), call);
       const int64_t ns = Nanos(Clock::now() - t0);
       r.ok() ? collector->Ok(ns, *r, payload_.bytes_per_request) : collector->Error(r.status());
+    }
+  }
+
+  // --protocol kserve: ModelInfer of scale_shift, as UnaryWorker's ScaleShiftInto.
+  void KServeWorker(int index) {
+    KServeClient& client = *kserve_clients_[static_cast<size_t>(index) % kserve_clients_.size()];
+    myops::client::Tensor out = payload_.input;
+    KServeClient::SendBuffer buffer;
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto collector = std::atomic_load(&active_);
+      const auto t0 = Clock::now();
+      absl::Status r = client.Infer(payload_.input.view(), 2.0, 1.0, out.mutable_view(), &buffer,
+                                    spec_.deadline);
+      const int64_t ns = Nanos(Clock::now() - t0);
+      r.ok() ? collector->Ok(ns, payload_.bytes_per_request) : collector->Error(r);
     }
   }
 
@@ -289,6 +276,18 @@ class LoadRun final {
         continue;
       }
       outstanding_->fetch_add(1);
+      if (spec_.protocol == Protocol::kKServe) {
+        kserve_clients_[n++ % kserve_clients_.size()]->InferAsync(
+            payload_.input.view(), 2.0, 1.0,
+            [outstanding = outstanding_, collector, intended,
+             bytes = payload_.bytes_per_request](absl::Status r) {
+              const int64_t ns = Nanos(Clock::now() - intended);
+              r.ok() ? collector->Ok(ns, bytes) : collector->Error(r);
+              outstanding->fetch_sub(1);
+            },
+            spec_.deadline);
+        continue;
+      }
       Client& client = *clients_[n++ % clients_.size()];
       // The callback may run after this run has given up waiting and is gone: it owns
       // everything it touches (the collector, the counter) and copies the rest.
@@ -329,6 +328,7 @@ class LoadRun final {
 
   const LoadSpec spec_;
   std::vector<std::unique_ptr<Client>> clients_;
+  std::vector<std::unique_ptr<KServeClient>> kserve_clients_;  // --protocol kserve
   const Payload payload_;
   std::shared_ptr<Collector> active_;  // the window being measured (atomic_load/store)
   std::atomic<bool> stop_{false};
@@ -367,32 +367,16 @@ int64_t ArgumentBytes(const LoadSpec& spec) {
   return n;
 }
 
-int64_t Stats::error_count() const {
-  int64_t n = 0;
-  for (const auto& [code, count] : errors) n += count;
-  return n;
-}
-
-void Stats::Merge(const Stats& o) {
-  seconds += o.seconds;
-  ok += o.ok;
-  payload_bytes += o.payload_bytes;
-  for (const auto& [code, count] : o.errors) errors[code] += count;
-  latency.Merge(o.latency);
-  decode.Merge(o.decode);
-  queue.Merge(o.queue);
-  compute.Merge(o.compute);
-  encode.Merge(o.encode);
-  server_total.Merge(o.server_total);
-  for (const auto& [replica, count] : o.replicas) replicas[replica] += count;
-}
-
 absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) {
   if (spec.rate <= 0 && spec.concurrency < 1) {
     return absl::InvalidArgumentError("concurrency must be >= 1 (or give a rate)");
   }
   if (spec.rate > 0 && spec.streaming) {
     return absl::InvalidArgumentError("open loop (--rate) runs unary calls only");
+  }
+  if (spec.protocol == Protocol::kKServe && (spec.streaming || spec.op_values != nullptr)) {
+    return absl::InvalidArgumentError(
+        "--protocol kserve loads ModelInfer of myops::scale_shift only (no --stream, no --op)");
   }
   Payload payload;
   if (spec.op_values != nullptr) {
@@ -405,6 +389,23 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
     payload.bytes_per_request = 2 * static_cast<int64_t>(payload.input.size_bytes());
   }
 
+  if (spec.protocol == Protocol::kKServe) {
+    std::vector<std::unique_ptr<KServeClient>> kserve;
+    for (int i = 0; i < std::max(1, spec.connections); ++i) {
+      KServeOptions options;
+      options.target = spec.target;
+      options.auth_token = spec.auth_token;
+      options.channel_id = i;
+      options.scalars = spec.kserve_scalars;
+      auto client = KServeClient::Create(options);
+      if (!client.ok()) return client.status();
+      kserve.push_back(std::move(*client));
+    }
+    // Fail fast on a wrong target instead of counting every request as an error.
+    if (absl::Status ready = kserve[0]->CheckReady(spec.deadline); !ready.ok()) return ready;
+    LoadRun run(spec, {}, std::move(kserve), std::move(payload));
+    return run.Execute(progress);
+  }
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < std::max(1, spec.connections); ++i) {
     myops::client::ClientOptions options;
@@ -429,7 +430,7 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
     auto info = clients[0]->GetServerInfo();
     if (!info.ok()) return info.status();
   }
-  LoadRun run(spec, std::move(clients), std::move(payload));
+  LoadRun run(spec, std::move(clients), {}, std::move(payload));
   return run.Execute(progress);
 }
 

@@ -14,12 +14,19 @@
 #include "absl/status/statusor.h"
 #include "call_args.h"
 #include "histogram.h"
+#include "kserve_client.h"
 #include "myops/client/client.h"
 
 namespace myops::loadtest {
 
+// Which service the load goes to: myops.v1 (ScaleShift, or Call with --op) or the Open
+// Inference Protocol's ModelInfer of myops::scale_shift (kserve_client.h).
+enum class Protocol { kMyops, kKServe };
+
 struct LoadSpec {
   std::string target = "localhost:50051";  // may resolve to many replicas (dns:///..., ipv4:)
+  Protocol protocol = Protocol::kMyops;
+  KServeScalars kserve_scalars = KServeScalars::kParameters;
   myops::client::LoadBalancing load_balancing = myops::client::LoadBalancing::kRoundRobin;
   bool health_checking = false;  // skip replicas whose health is not SERVING (round_robin)
   int connections = 1;           // gRPC channels; workers/requests are spread over them
@@ -54,8 +61,9 @@ struct Stats {
   // Successful requests by the replica that served them (Timing::replica: the server's
   // --replica-name); "" for servers that send no name.
   std::map<std::string, int64_t> replicas;
-  Histogram latency;                                       // ns, client-observed
-  Histogram decode, queue, compute, encode, server_total;  // ns, from response timing
+  Histogram latency;  // ns, client-observed
+  // ns, from response timing (empty for --protocol kserve: its responses carry none).
+  Histogram decode, queue, compute, encode, server_total;
 
   int64_t error_count() const;
   double throughput() const { return seconds > 0 ? static_cast<double>(ok) / seconds : 0; }

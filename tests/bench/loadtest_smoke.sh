@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke run of myops-loadtest against the real myops-server and the echo server: closed
-# loop (unary and stream) and open loop, a second each; asserts zero errors and a
-# well-formed JSON report. Then one short round of bench/compare.sh's comparison (echo,
+# loop (unary and stream) and open loop, a second each, and the Open Inference Protocol's
+# ModelInfer (--protocol kserve); asserts zero errors and a well-formed JSON report. Then one short round of bench/compare.sh's comparison (echo,
 # myops-server and the Python peer) through bench/compare_report.py, asserting a complete,
 # error-free ratio table; and three replicas behind one target, counted per replica. No
 # timing assertions.
@@ -37,6 +37,38 @@ assert len(rows) == 5 and rows[0].startswith("target,mode,concurrency"), rows
 print("loadtest reports OK")
 PY
 done
+
+# --protocol kserve: the Open Inference Protocol's ModelInfer of scale_shift, alpha and beta
+# as parameters and as inputs, closed and open loop; same report, no per-request timing.
+"$loadtest" --target "$myops" --protocol kserve --concurrency 1,2 --sizes 1KiB,256KiB \
+  "${common[@]}" --json "$work/kserve.json"
+"$loadtest" --target "$myops" --protocol kserve --kserve-scalars inputs --rate 200 \
+  --dtype float16 --shape 64,8 "${common[@]}" --json "$work/kserve-open.json"
+"$python" - "$work" <<'PY'
+import json, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+for name, n in (("kserve", 4), ("kserve-open", 1)):
+    points = json.loads((work / f"{name}.json").read_text())["points"]
+    assert len(points) == n, (name, points)
+    for p in points:
+        assert p["protocol"] == "kserve" and p["server_us"] is None, p
+        assert p["errors"] == 0 and p["requests_ok"] > 0, p
+        assert p["payload_gb_per_s"] > 0 and 0 < p["latency_us"]["p50"] <= p["latency_us"]["max"], p
+print("loadtest kserve reports OK")
+PY
+set +e
+"$loadtest" --target "$myops" --protocol kserve --stream "${common[@]}" 2>"$work/err"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "no --stream" "$work/err" ||
+  { echo "loadtest --protocol kserve --stream: exit $rc"; cat "$work/err"; exit 1; }
+# A server without the model: refused before the run.
+set +e
+"$loadtest" --target "$echo_addr" --protocol kserve "${common[@]}" 2>"$work/err"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "UNIMPLEMENTED" "$work/err" ||
+  { echo "loadtest --protocol kserve against the echo server: exit $rc"; cat "$work/err"; exit 1; }
 
 # --min-requests stretches a timed window: 30 completions at 20/s take 1.5 s, not 0.5 s.
 "$loadtest" --target "$myops" --rate 20 --shape 64 --duration 0.5 --min-requests 30 \
