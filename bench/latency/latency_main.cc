@@ -3,11 +3,14 @@
 // targets are interleaved so machine noise hits all of them alike. Prints a table with
 // each target's p50 relative to the best p50 of the baseline targets, and writes JSON.
 // A --call-target sends the same work through the generic Call of myops::scale_shift
-// (its result decoded into an owned tensor) instead of the typed ScaleShiftInto.
+// (its result decoded into an owned tensor) instead of the typed ScaleShiftInto; a
+// --kserve-target through the Open Inference Protocol's ModelInfer (raw contents, alpha
+// and beta as parameters; bench/loadtest/kserve_client.h).
 //
 //   myops-latency --target myops=127.0.0.1:50051 --target echo=127.0.0.1:50052 \
 //                 --baseline echo --sizes 1KiB,1MiB,16MiB,64MiB --json out.json
 //   myops-latency --target scale_shift=ADDR --call-target call=ADDR --baseline scale_shift
+//   myops-latency --target scale_shift=ADDR --kserve-target kserve=ADDR --baseline scale_shift
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -23,23 +26,34 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "kserve_client.h"
 #include "myops/client/client.h"
 
 namespace {
 
 using myops::client::Client;
+using myops::loadtest::KServeClient;
+
+enum class Kind { kScaleShift, kCall, kKServe };
 
 struct Target {
   std::string name, address;
   std::unique_ptr<Client> client;
-  bool generic_call = false;   // Call("myops::scale_shift", ...) instead of ScaleShiftInto
+  Kind kind = Kind::kScaleShift;
+  std::unique_ptr<KServeClient> kserve;  // Kind::kKServe
+  KServeClient::SendBuffer send_buffer;
   std::vector<double> micros;  // per size, refilled
 };
 
 // One request of `target`'s kind; the status of the round trip.
 absl::Status RoundTrip(Target& target, const myops::client::TensorView& x,
                        const myops::client::MutableTensorView& y) {
-  if (!target.generic_call) return target.client->ScaleShiftInto(x, 2.0, 1.0, y).status();
+  if (target.kind == Kind::kScaleShift) {
+    return target.client->ScaleShiftInto(x, 2.0, 1.0, y).status();
+  }
+  if (target.kind == Kind::kKServe) {
+    return target.kserve->Infer(x, 2.0, 1.0, y, &target.send_buffer, std::chrono::seconds(120));
+  }
   const myops::client::Value args[] = {x, 2.0, 1.0};
   auto r = target.client->Call("myops::scale_shift", args, {});
   if (!r.ok()) return r.status();
@@ -81,7 +95,7 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "myops-latency: ScaleShift round-trip latency at concurrency 1, targets side by side"};
-  std::vector<std::string> target_specs, call_target_specs,
+  std::vector<std::string> target_specs, call_target_specs, kserve_target_specs,
       size_specs = {"1KiB", "1MiB", "16MiB", "64MiB"};
   std::string baseline = "echo", json_path;
   int64_t max_requests = 2000, budget_bytes = int64_t{1} << 30;
@@ -89,6 +103,8 @@ int main(int argc, char** argv) {
   app.add_option("--target", target_specs, "NAME=HOST:PORT, called with ScaleShift (repeat)");
   app.add_option("--call-target", call_target_specs,
                  "NAME=HOST:PORT, called with the generic Call of myops::scale_shift (repeat)");
+  app.add_option("--kserve-target", kserve_target_specs,
+                 "NAME=HOST:PORT, called with KServe ModelInfer of myops::scale_shift (repeat)");
   app.add_option("--baseline", baseline, "Targets whose name starts with this are the floor")
       ->capture_default_str();
   app.add_option("--sizes", size_specs, "Payload sizes (B, KiB, MiB, GiB)")
@@ -103,15 +119,16 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "Write the results here");
   CLI11_PARSE(app, argc, argv);
 
-  std::vector<std::pair<std::string, bool>> specs;  // (NAME=HOST:PORT, generic call)
-  for (const auto& spec : target_specs) specs.emplace_back(spec, false);
-  for (const auto& spec : call_target_specs) specs.emplace_back(spec, true);
+  std::vector<std::pair<std::string, Kind>> specs;  // (NAME=HOST:PORT, kind)
+  for (const auto& spec : target_specs) specs.emplace_back(spec, Kind::kScaleShift);
+  for (const auto& spec : call_target_specs) specs.emplace_back(spec, Kind::kCall);
+  for (const auto& spec : kserve_target_specs) specs.emplace_back(spec, Kind::kKServe);
   if (specs.empty()) {
-    std::fprintf(stderr, "give at least one --target or --call-target\n");
+    std::fprintf(stderr, "give at least one --target, --call-target or --kserve-target\n");
     return 2;
   }
   std::vector<Target> targets;
-  for (const auto& [spec, generic_call] : specs) {
+  for (const auto& [spec, kind] : specs) {
     std::vector<std::string> parts = absl::StrSplit(spec, absl::MaxSplits('=', 1));
     if (parts.size() != 2) {
       std::fprintf(stderr, "--target %s: expected NAME=HOST:PORT\n", spec.c_str());
@@ -127,7 +144,19 @@ int main(int argc, char** argv) {
                    std::string(client.status().message()).c_str());
       return 1;
     }
-    targets.push_back({parts[0], parts[1], std::move(*client), generic_call, {}});
+    Target target{parts[0], parts[1], std::move(*client), kind, nullptr, {}, {}};
+    if (kind == Kind::kKServe) {
+      myops::loadtest::KServeOptions kserve_options;
+      kserve_options.target = parts[1];
+      auto kserve = KServeClient::Create(kserve_options);
+      if (!kserve.ok()) {
+        std::fprintf(stderr, "%s: %s\n", spec.c_str(),
+                     std::string(kserve.status().message()).c_str());
+        return 1;
+      }
+      target.kserve = std::move(*kserve);
+    }
+    targets.push_back(std::move(target));
   }
 
   std::string json = "{\n  \"benchmark\": \"latency\", \"concurrency\": 1, \"baseline\": \"" +

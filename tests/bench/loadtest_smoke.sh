@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Smoke run of myops-loadtest against the real myops-server and the echo server: closed
 # loop (unary and stream) and open loop, a second each, and the Open Inference Protocol's
-# ModelInfer (--protocol kserve); asserts zero errors and a well-formed JSON report. Then one short round of bench/compare.sh's comparison (echo,
-# myops-server and the Python peer) through bench/compare_report.py, asserting a complete,
-# error-free ratio table; and three replicas behind one target, counted per replica. No
-# timing assertions.
+# ModelInfer (--protocol kserve); asserts zero errors and a well-formed JSON report. Then
+# one short round of bench/compare.sh's comparison (echo, myops-server and the Python
+# peer) through bench/compare_report.py, asserting a complete, error-free ratio table; and
+# three replicas behind one target, counted per replica. No timing assertions.
 #   loadtest_smoke.sh MYOPS_SERVER ECHO_SERVER LOADTEST PYTHON
 set -euo pipefail
 server=$1 echo_server=$2 loadtest=$3 python=$4 latency=$5
@@ -100,17 +100,19 @@ set -e
   { echo "loadtest without a token: exit $rc"; cat "$work/err"; exit 1; }
 echo "loadtest bearer token OK"
 
-# myops-latency interleaves ScaleShift, the generic Call of the same op and the echo
-# floor (bench/call_vs_scale_shift.sh): every target reports a p50 at every size.
+# myops-latency interleaves ScaleShift, the generic Call of the same op, KServe ModelInfer
+# and the echo floor (bench/call_vs_scale_shift.sh, bench/kserve_vs_scale_shift.sh): every
+# target reports a p50 at every size.
 "$latency" --target "scale_shift=$myops" --call-target "call=$myops" --target "echo=$echo_addr" \
+  --kserve-target "kserve=$myops" \
   --baseline scale_shift --sizes 1KiB,64KiB --max-requests 20 --warmup 1 \
   --json "$work/latency.json" >/dev/null
 "$python" - "$work/latency.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
 got = {(r["size"], r["target"]) for r in rows if r["requests"] == 20 and r["p50_us"] > 0}
-want = {(s, t) for s in ("1KiB", "64KiB") for t in ("scale_shift", "call", "echo")}
-assert got == want and len(rows) == 6, rows
+want = {(s, t) for s in ("1KiB", "64KiB") for t in ("scale_shift", "call", "echo", "kserve")}
+assert got == want and len(rows) == 8, rows
 print("myops-latency OK")
 PY
 
