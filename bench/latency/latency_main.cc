@@ -1,6 +1,7 @@
 // myops-latency: round-trip latency of ScaleShift at concurrency 1, for several targets
 // side by side (e.g. myops-server and the echo server), per payload size. Calls to the
-// targets are interleaved so machine noise hits all of them alike. Prints a table with
+// targets are interleaved (each round starting at the next target) so machine noise hits
+// all of them alike. Prints a table with
 // each target's p50 relative to the best p50 of the baseline targets, and writes JSON.
 // A --call-target sends the same work through the generic Call of myops::scale_shift
 // (its result decoded into an owned tensor) instead of the typed ScaleShiftInto; a
@@ -184,8 +185,12 @@ int main(int argc, char** argv) {
       t.micros.clear();
       for (int i = 0; i < warmup; ++i) (void)RoundTrip(t, x, y);
     }
+    // Each round starts at the next target, so that every target follows every other
+    // equally often (a request's cost depends on what the server and the machine did just
+    // before: the previous request's clean-up overlaps it).
     for (int64_t i = 0; i < n; ++i) {
-      for (auto& t : targets) {
+      for (size_t k = 0; k < targets.size(); ++k) {
+        Target& t = targets[(static_cast<size_t>(i) + k) % targets.size()];
         const auto start = std::chrono::steady_clock::now();
         const absl::Status r = RoundTrip(t, x, y);
         const auto end = std::chrono::steady_clock::now();
