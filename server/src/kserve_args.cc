@@ -1,8 +1,10 @@
 // The Open Inference Protocol's binding-independent rules (see kserve_args.h).
 #include "kserve_args.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -17,6 +19,17 @@ const ArgInfo* FindArg(const OpInfo& op, const std::string& name) {
     if (a.name == name) return &a;
   }
   return nullptr;
+}
+
+// The Tensor[] argument of `op` that input `name` is an element of ("<arg>__<i>"), with
+// the element's index in `index` (when not null); nullptr when none.
+const ArgInfo* ListOf(const OpInfo& op, const std::string& name, int* index) {
+  const std::optional<ElementRef> element = SplitElementName(name);
+  if (!element) return nullptr;
+  const ArgInfo* arg = FindArg(op, element->name);
+  if (arg == nullptr || arg->kind != ArgKind::kTensorList) return nullptr;
+  if (index != nullptr) *index = element->index;
+  return arg;
 }
 
 // Element `k` of `e` (an integer or bool datatype) as int64.
@@ -153,6 +166,9 @@ absl::StatusOr<Value> ToValue(const ArgInfo& arg, const InputTensor& e, const st
           absl::StrCat(field, ": argument '", arg.name, "' (", arg.type,
                        ") is not an input tensor; send it as a request parameter (string_param)"));
     case ArgKind::kTensorList:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": argument '", arg.name, "' (", arg.type, ") is sent as one input per element, ",
+          ElementName(arg.name, 0), ", ", ElementName(arg.name, 1), ", ..."));
     case ArgKind::kOther:
       break;
   }
@@ -166,9 +182,12 @@ absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const Parameter& p,
   Value v;
   using P = Parameter::Kind;
   if (arg.kind == ArgKind::kTensor || arg.kind == ArgKind::kTensorList) {
-    return absl::InvalidArgumentError(absl::StrCat("parameter '", arg.name, "' of model ", model,
-                                                   " is a tensor argument (", arg.type,
-                                                   "); send it as an input"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "parameter '", arg.name, "' of model ", model, " is a tensor argument (", arg.type,
+        "); send it as ",
+        arg.kind == ArgKind::kTensor ? "an input"
+                                     : absl::StrCat("inputs ", ElementName(arg.name, 0), ", ",
+                                                    ElementName(arg.name, 1), ", ...")));
   }
   switch (p.kind) {
     case P::kBool:
@@ -313,11 +332,59 @@ absl::StatusOr<NamedValue> InputArgument(const OpInfo& op, const InputTensor& in
   NamedValue v;
   v.name = in.name;
   const ArgInfo* arg = FindArg(op, in.name);
-  if (arg == nullptr) return v;  // kNone: BindArguments names the unknown argument
+  ArgInfo element;  // an element of a Tensor[] argument: "<arg>__<i>"
+  if (arg == nullptr) {
+    const ArgInfo* list = ListOf(op, in.name, nullptr);
+    if (list == nullptr) return v;  // kNone: BindArguments names the unknown argument
+    element = *list;
+    element.kind = ArgKind::kTensor;
+    element.type = absl::StrCat("an element of ", list->type);
+    arg = &element;
+  }
   auto value = ToValue(*arg, in, InputField(in.name, op.QualifiedName()), scratch);
   if (!value.ok()) return value.status();
   v.value = std::move(*value);
   return v;
+}
+
+absl::Status GroupTensorLists(const OpInfo& op, std::vector<NamedValue>* args) {
+  // The elements of each Tensor[] argument as received: (index, tensor), in request order.
+  std::vector<std::pair<const ArgInfo*, std::vector<std::pair<int, TensorView>>>> lists;
+  std::vector<NamedValue> rest;
+  for (NamedValue& v : *args) {
+    int index = 0;
+    const ArgInfo* list = v.value.kind == K::kTensor && FindArg(op, v.name) == nullptr
+                              ? ListOf(op, v.name, &index)
+                              : nullptr;
+    if (list == nullptr) {
+      rest.push_back(std::move(v));
+      continue;
+    }
+    auto same = [list](const auto& l) { return l.first == list; };
+    auto found = std::find_if(lists.begin(), lists.end(), same);
+    if (found == lists.end()) found = lists.insert(lists.end(), {list, {}});
+    found->second.emplace_back(index, std::move(v.value.tensor));
+  }
+  for (auto& [arg, elements] : lists) {
+    std::sort(elements.begin(), elements.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    NamedValue& v = rest.emplace_back();
+    v.name = arg->name;
+    v.value.kind = K::kTensorList;
+    for (size_t k = 0; k < elements.size(); ++k) {
+      if (elements[k].first != static_cast<int>(k)) {
+        std::vector<std::string> got;
+        for (const auto& e : elements) got.push_back(ElementName(arg->name, e.first));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the inputs of argument '", arg->name, "' (", arg->type, ") of model ",
+            op.QualifiedName(), " are ", absl::StrJoin(got, ", "), "; they must be numbered from ",
+            ElementName(arg->name, 0), " on, without gaps or repeats"));
+      }
+      v.value.tensor_list.push_back(std::move(elements[k].second));
+    }
+  }
+  *args = std::move(rest);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, const Parameter& p) {
@@ -326,115 +393,6 @@ absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, co
   auto value = ParameterValue(*arg, p, op.QualifiedName());
   if (!value.ok()) return value.status();
   return NamedValue{p.name, std::move(*value)};
-}
-
-absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op,
-                                               const std::vector<std::string>& requested) {
-  const std::vector<std::string> names = OutputNames(op);
-  std::vector<int> selected;
-  if (requested.empty()) {
-    for (size_t i = 0; i < names.size(); ++i) selected.push_back(static_cast<int>(i));
-  }
-  for (const std::string& wanted : requested) {
-    int found = -1;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == wanted) found = static_cast<int>(i);
-    }
-    if (found < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model ", op.QualifiedName(), " has no output '", wanted,
-                       "' (outputs: ", absl::StrJoin(names, ", "), ")"));
-    }
-    for (int s : selected) {
-      if (s == found) {
-        return absl::InvalidArgumentError(absl::StrCat("output '", wanted, "' is requested twice"));
-      }
-    }
-    selected.push_back(found);
-  }
-  for (int r : selected) {
-    const ArgInfo& ret = op.returns[static_cast<size_t>(r)];
-    if (ret.kind == ArgKind::kTensorList || ret.optional) {
-      return absl::UnimplementedError(absl::StrCat(
-          "output '", names[static_cast<size_t>(r)], "' of model ", op.QualifiedName(), " is ",
-          ret.type, ", which this protocol front end does not carry yet (myops.v1 Call does)"));
-    }
-  }
-  return selected;
-}
-
-namespace {
-
-template <typename T>
-std::string Bytes(const std::vector<T>& values) {
-  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const OpCall& call,
-                                                        const std::vector<int>& selected) {
-  const std::vector<std::string> names = OutputNames(op);
-  std::vector<OutputTensor> outputs;
-  for (int r : selected) {
-    if (r >= static_cast<int>(call.results.size())) {
-      return absl::InternalError(absl::StrCat(op.QualifiedName(), " returned ", call.results.size(),
-                                              " results, not ", names.size()));
-    }
-    const Value& v = call.results[static_cast<size_t>(r)];
-    OutputTensor& out = outputs.emplace_back();
-    out.name = names[static_cast<size_t>(r)];
-    out.result = static_cast<size_t>(r);
-    switch (v.kind) {
-      case K::kTensor:
-        out.type = DatatypeOf(v.tensor.dtype);
-        if (out.type == nullptr) {
-          return absl::UnimplementedError(
-              absl::StrCat("output '", out.name, "' has dtype ", DTypeName(v.tensor.dtype),
-                           ", which this protocol front end does not carry yet"));
-        }
-        out.shape = v.tensor.shape;
-        out.is_tensor = true;
-        out.tensor_data = v.tensor.data;
-        out.tensor_bytes = v.tensor.bytes;
-        break;
-      case K::kInt:
-        out.type = FindDatatype("INT64"), out.shape = {1};
-        out.owned = Bytes(std::vector<int64_t>{v.int_value});
-        break;
-      case K::kFloat:
-        out.type = FindDatatype("FP64"), out.shape = {1};
-        out.owned = Bytes(std::vector<double>{v.float_value});
-        break;
-      case K::kBool:
-        out.type = FindDatatype("BOOL"), out.shape = {1};
-        out.owned = std::string(1, v.bool_value ? '\1' : '\0');
-        break;
-      case K::kIntList:
-        out.type = FindDatatype("INT64");
-        out.shape = {static_cast<int64_t>(v.int_list.size())};
-        out.owned = Bytes(v.int_list);
-        break;
-      case K::kFloatList:
-        out.type = FindDatatype("FP64");
-        out.shape = {static_cast<int64_t>(v.float_list.size())};
-        out.owned = Bytes(v.float_list);
-        break;
-      case K::kString: {
-        out.type = nullptr, out.shape = {1};  // BYTES
-        out.owned.assign(4, '\0');
-        const auto n = static_cast<uint32_t>(v.string_value.size());
-        std::memcpy(out.owned.data(), &n, 4);  // little-endian length, as Triton's BYTES
-        out.owned += v.string_value;
-        break;
-      }
-      default:
-        return absl::UnimplementedError(absl::StrCat(
-            "output '", out.name, "' of model ", op.QualifiedName(),
-            " is None or a tensor list, which this protocol front end does not carry yet"));
-    }
-  }
-  return outputs;
 }
 
 }  // namespace myops::server::kserve

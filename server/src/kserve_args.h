@@ -31,6 +31,18 @@ absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& nam
 // The model's output names, in schema order.
 std::vector<std::string> OutputNames(const OpInfo& op);
 
+// "<name>__<index>": the input or output of element `index` of a Tensor[] argument or
+// return named `name`.
+std::string ElementName(const std::string& name, size_t index);
+
+// A name read as "<name>__<index>" (the last "__"; index decimal, without leading zeros,
+// below 10^9); nullopt when it is not of that form.
+struct ElementRef {
+  std::string name;
+  int index = 0;
+};
+std::optional<ElementRef> SplitElementName(const std::string& name);
+
 // Copies of input data that a binding had to make (narrowed typed contents, JSON data)
 // and that argument tensors point into.
 using Scratch = std::vector<std::unique_ptr<char[]>>;
@@ -81,20 +93,34 @@ absl::Status CheckRawData(const InputTensor& in, absl::string_view bytes, const 
                           const char* what);
 
 // Input `in` as a named argument of `op`: unnamed arguments become kNone (BindArguments
-// names them), tensors needing narrowing are copied into `scratch`. INVALID_ARGUMENT
-// naming the input when its datatype or element count does not fit the argument.
+// names them), an element "<xs>__<i>" of a Tensor[] argument `xs` a tensor under its own
+// name (GroupTensorLists makes the list), tensors needing narrowing are copied into
+// `scratch`. INVALID_ARGUMENT naming the input when its datatype or element count does
+// not fit the argument.
 absl::StatusOr<NamedValue> InputArgument(const OpInfo& op, const InputTensor& in, Scratch* scratch);
+
+// Replaces the elements among `args` (InputArgument's) of each Tensor[] argument by the
+// list, in element order. INVALID_ARGUMENT unless they are numbered 0..n-1, each once.
+absl::Status GroupTensorLists(const OpInfo& op, std::vector<NamedValue>* args);
 
 // Parameter `p` as a named argument of `op`; nullopt when it names no argument (clients
 // send their own parameters). INVALID_ARGUMENT for a tensor argument or a value that
 // cannot be one.
 absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, const Parameter& p);
 
-// Which results, in which order, the response holds: indices into the op's returns, by
-// the names requested (all, in schema order, when none). INVALID_ARGUMENT naming an
-// unknown or repeated output; UNIMPLEMENTED for a Tensor[] or optional return.
-absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op,
-                                               const std::vector<std::string>& requested);
+// One output of a response as requested: result `result` of the op (schema order), and of
+// a Tensor[] result one element (`element` >= 0) or every element in order (-1).
+struct OutputRef {
+  int result = 0;
+  int element = -1;
+};
+
+// Which results, in which order, the response holds, by the names requested (every
+// result, in schema order, when none): a return's name, or "<r>__<j>" for element j of a
+// Tensor[] return r. INVALID_ARGUMENT naming an unknown output or one requested twice
+// (also as a whole list and one of its elements).
+absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
+                                                     const std::vector<std::string>& requested);
 
 // One output of a response: the result `result` of the call as the protocol carries it.
 // Tensor results are views of the call's memory (valid while the call lives); other
@@ -104,6 +130,8 @@ struct OutputTensor {
   const Datatype* type = nullptr;  // nullptr: BYTES
   std::vector<int64_t> shape;
   size_t result = 0;
+  int element = -1;  // of a Tensor[] result
+  size_t owner = 0;  // tensors: the index of their memory's owner in call.keep_alive
   bool is_tensor = false;
   const void* tensor_data = nullptr;
   int64_t tensor_bytes = 0;
@@ -117,10 +145,11 @@ struct OutputTensor {
   const char* datatype() const { return type != nullptr ? type->name : "BYTES"; }
 };
 
-// The outputs `selected` of `call`'s results. INTERNAL when the op returned fewer results
-// than its schema says; UNIMPLEMENTED for a result the protocol cannot carry (None,
-// Tensor[], a tensor of a dtype without datatype).
+// The outputs `selected` of `call`'s results: a Tensor[] result one output per element,
+// "<r>__<j>"; a None result (optional return) left out. INTERNAL when the op returned
+// fewer results than its schema says; INVALID_ARGUMENT for an element beyond a returned
+// list's end; UNIMPLEMENTED for a tensor of a dtype without datatype.
 absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const OpCall& call,
-                                                        const std::vector<int>& selected);
+                                                        const std::vector<OutputRef>& selected);
 
 }  // namespace myops::server::kserve

@@ -27,6 +27,7 @@ void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out) {
   auto describe = [](const ArgInfo& a, inference::ModelMetadataResponse::TensorMetadata* t) {
     switch (a.kind) {
       case ArgKind::kTensor:
+      case ArgKind::kTensorList:  // each element (arguments) or the list (returns)
         t->set_datatype("FP32"), t->add_shape(-1);
         return true;
       case ArgKind::kInt:
@@ -54,7 +55,7 @@ void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out) {
   };
   for (const ArgInfo& a : op.args) {
     inference::ModelMetadataResponse::TensorMetadata t;
-    t.set_name(a.name);
+    t.set_name(a.kind == ArgKind::kTensorList ? ElementName(a.name, 0) : a.name);
     if (a.kind == ArgKind::kString || !describe(a, &t)) continue;  // parameters only
     *out->add_inputs() = std::move(t);
   }
@@ -84,7 +85,10 @@ void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
     t->set_data_type(data_type(in.datatype()));
     t->mutable_dims()->CopyFrom(in.shape());
     for (const ArgInfo& a : op.args) {
-      if (a.name == in.name()) t->set_optional(a.has_default || a.optional);
+      const bool list = a.kind == ArgKind::kTensorList;
+      if ((list ? ElementName(a.name, 0) : a.name) == in.name()) {
+        t->set_optional(a.has_default || a.optional);
+      }
     }
   }
   for (const auto& o : meta.outputs()) {
@@ -127,17 +131,9 @@ namespace {
 absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
                                                         const ModelInferRequest& request,
                                                         const OpCall& call,
-                                                        const std::vector<int>& selected) {
+                                                        const std::vector<OutputRef>& selected) {
   auto outputs = ResultOutputs(op, call, selected);
   if (!outputs.ok()) return outputs.status();
-  // The owner (in call.keep_alive) of each result's tensor memory.
-  std::vector<size_t> owner_of(call.results.size(), 0);
-  size_t next_owner = 0;
-  for (size_t r = 0; r < call.results.size(); ++r) {
-    owner_of[r] = next_owner;
-    if (call.results[r].kind == K::kTensor) next_owner += 1;
-    next_owner += call.results[r].tensor_list.size();
-  }
   ModelInferResponse head;
   head.set_model_name(request.model_name());
   head.set_model_version(kModelVersion);
@@ -149,8 +145,10 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
     out->set_datatype(o.datatype());
     for (int64_t d : o.shape) out->add_shape(d);
     if (o.is_tensor) {
-      contents.push_back(
-          TensorSlice(call.results[o.result].tensor, call.keep_alive.at(owner_of[o.result])));
+      const Value& result = call.results[o.result];
+      const TensorView& view =
+          o.element < 0 ? result.tensor : result.tensor_list[static_cast<size_t>(o.element)];
+      contents.push_back(TensorSlice(view, call.keep_alive.at(o.owner)));
     } else {
       contents.push_back(grpc::Slice(o.owned));
     }
@@ -168,7 +166,7 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
 absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
                                                      const ModelInferRequest& request,
                                                      const OpCall& call,
-                                                     const std::vector<int>& selected) {
+                                                     const std::vector<OutputRef>& selected) {
   auto writer = InferResponseWriter(op, request, call, selected);
   if (!writer.ok()) return writer.status();
   return writer->Finish();
@@ -177,7 +175,7 @@ absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
 absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(const OpInfo& op,
                                                            const ModelInferRequest& request,
                                                            const OpCall& call,
-                                                           const std::vector<int>& selected) {
+                                                           const std::vector<OutputRef>& selected) {
   auto writer = InferResponseWriter(op, request, call, selected);
   if (!writer.ok()) return writer.status();
   wire::MessageWriter out;

@@ -9,15 +9,28 @@
 //    identifiers, so "::" and "." make the split unambiguous; ':' is a valid character
 //    of a URL path segment, so the name also works in the REST binding's paths.
 //  - inputs: the schema's arguments, by name. A Tensor argument is an input tensor of any
-//    shape. A scalar or list argument (int, float, bool, Scalar, int[], float[]) is
-//    either an input (a 0-d or 1-element tensor for a scalar, a 1-D tensor for a list,
-//    of a matching datatype) or a request parameter of the same name (bool_param,
-//    int64_param, double_param, uint64_param; str and ScalarType arguments only as
-//    string_param). Absent arguments take the schema's defaults. Parameters that name
-//    no argument are ignored (clients send their own).
+//    shape. A Tensor[] argument `xs` is one input per element, named "xs__0", "xs__1",
+//    ... in list order, numbered from 0 without gaps (decimal, no leading zeros), in any
+//    request order; no such input: the argument is absent (its default, if any: an empty
+//    list without a default cannot be sent). A scalar or list argument (int, float, bool,
+//    Scalar, int[], float[]) is either an input (a 0-d or 1-element tensor for a scalar, a
+//    1-D tensor for a list, of a matching datatype) or a request parameter of the same
+//    name (bool_param, int64_param, double_param, uint64_param; str and ScalarType
+//    arguments only as string_param). Absent arguments take the schema's defaults.
+//    Parameters that name no argument are ignored (clients send their own). An input
+//    named exactly as an argument is that argument, even if it also reads as
+//    "<list>__<i>".
 //  - outputs: one per schema return, named after the return where the schema names it,
-//    else "output__<i>". Non-tensor returns become 1-element (list: 1-D) tensors: int
-//    INT64, float FP64, bool BOOL, str BYTES (4-byte length + bytes).
+//    else "output__<i>". A Tensor[] return `r` becomes one output per element, "r__0",
+//    "r__1", ..., known only after the call; ModelMetadata lists it once, as `r` (FP32,
+//    shape [-1]), and the request's outputs may name `r` (every element) or one element
+//    "r__<j>" (INVALID_ARGUMENT after the call when the list is shorter). An optional
+//    return (Tensor?, int?, ...) that is None is left out of the response, even when the
+//    request names it. Non-tensor returns become 1-element (list: 1-D) tensors: int
+//    INT64, float FP64, bool BOOL, str BYTES (4-byte length + bytes). The exact name of a
+//    return wins over an element name (a schema naming returns "r" and "r__0" would be
+//    ambiguous). ModelMetadata lists a Tensor[] argument `xs` by its first element,
+//    "xs__0", so that tools sending every listed input send a valid request.
 //  - datatypes: the protocol's BOOL UINT8 INT8 INT16 INT32 INT64 FP16 FP32 FP64 BF16 (the
 //    dtypes of myops/common/dtype.h) for tensors; BOOL, the integers, FP32 and FP64 for
 //    scalars and lists.
@@ -69,23 +82,23 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
     Scratch* scratch);
 
 // The outputs the request names, in its order (kserve_args.h's SelectOutputs).
-absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op,
-                                               const inference::ModelInferRequest& request);
+absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
+                                                     const inference::ModelInferRequest& request);
 
 // ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} for
-// the results `selected` of `call`: tensor results are sent from their own memory (kept
-// alive by call.keep_alive through the slices), not copied. INVALID_ARGUMENT for a result
-// the protocol cannot carry (None, Tensor[]).
+// the results `selected` of `call` (ResultOutputs: None results left out, Tensor[]
+// results one output per element): tensors are sent from their own memory (kept alive by
+// call.keep_alive through the slices), not copied. Errors as ResultOutputs.
 absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
                                                      const inference::ModelInferRequest& request,
                                                      const OpCall& call,
-                                                     const std::vector<int>& selected);
+                                                     const std::vector<OutputRef>& selected);
 
 // ModelStreamInferResponse{infer_response: EncodeInferResponse(...)}, tensors again
 // sent from their own memory.
 absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(
     const OpInfo& op, const inference::ModelInferRequest& request, const OpCall& call,
-    const std::vector<int>& selected);
+    const std::vector<OutputRef>& selected);
 
 // ModelStreamInferResponse{error_message: "CODE: message", infer_response: {model_name,
 // model_version, id}} for a failed stream request.

@@ -89,7 +89,7 @@ struct RestCallState : CallState {
   std::unique_ptr<char[]> body;
   kserve::RestInferRequest request;
   const OpInfo* op_info = nullptr;
-  std::vector<int> selected;
+  std::vector<kserve::OutputRef> selected;
   BudgetReservation response_reservation;  // the response's JSON, while it is built and sent
 };
 

@@ -137,6 +137,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(const OpInfo& op,
     if (!value.ok()) return value.status();
     out.push_back(std::move(*value));
   }
+  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
   for (const auto& [name, parameter] : request.parameters()) {
     auto value = ParameterArgument(op, ToParameter(name, parameter));
     if (!value.ok()) return value.status();
@@ -145,7 +146,8 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(const OpInfo& op,
   return out;
 }
 
-absl::StatusOr<std::vector<int>> SelectOutputs(const OpInfo& op, const ModelInferRequest& request) {
+absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
+                                                     const ModelInferRequest& request) {
   std::vector<std::string> names;
   for (const auto& wanted : request.outputs()) names.push_back(wanted.name());
   return SelectOutputs(op, names);

@@ -331,6 +331,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeRestInputs(const OpInfo& op,
     if (!value.ok()) return value.status();
     out.push_back(std::move(*value));
   }
+  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
   for (const Parameter& p : request.parameters) {
     auto value = ParameterArgument(op, p);
     if (!value.ok()) return value.status();

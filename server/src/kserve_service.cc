@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 struct KServeCallState : CallState {
   inference::ModelInferRequest request;
   const OpInfo* op_info = nullptr;  // the model's op, in the registry
-  std::vector<int> selected;
+  std::vector<kserve::OutputRef> selected;
   kserve::Scratch scratch;  // narrowed input tensors the views point into
 };
 

@@ -33,7 +33,32 @@ OpRegistry TestRegistry() {
   OpInfo pair = op;
   pair.overload = "pair";
   pair.returns = {Arg("lo", "Tensor", ArgKind::kTensor), Arg("hi", "Tensor", ArgKind::kTensor)};
-  return OpRegistry({op, pair});
+  // lists(Tensor[] xs, Tensor y) -> (Tensor[] parts, Tensor? extra)
+  OpInfo lists = op;
+  lists.name = "myops::lists";
+  lists.args = {Arg("xs", "Tensor[]", ArgKind::kTensorList), Arg("y", "Tensor", ArgKind::kTensor)};
+  lists.returns = {Arg("parts", "Tensor[]", ArgKind::kTensorList),
+                   Arg("extra", "Tensor?", ArgKind::kTensor)};
+  lists.returns[1].optional = true;
+  return OpRegistry({op, pair, lists});
+}
+
+// The (result, element) pairs of a selection.
+std::vector<std::pair<int, int>> Refs(const absl::StatusOr<std::vector<OutputRef>>& selected) {
+  std::vector<std::pair<int, int>> refs;
+  if (!selected.ok()) return {{-9, -9}};
+  for (const OutputRef& r : *selected) refs.emplace_back(r.result, r.element);
+  return refs;
+}
+
+// An FP32 input `name` of `values`, as raw contents.
+void AddRawInput(inference::ModelInferRequest* request, const std::string& name,
+                 const std::vector<float>& values) {
+  auto* in = request->add_inputs();
+  in->set_name(name);
+  in->set_datatype("FP32");
+  in->add_shape(static_cast<int64_t>(values.size()));
+  request->add_raw_input_contents(values.data(), values.size() * sizeof(float));
 }
 
 TEST(KServeCodec, ModelNamesAreQualifiedOperatorNames) {
@@ -130,14 +155,103 @@ TEST(KServeCodec, OutputsAreSelectedByName) {
   const OpInfo& pair = registry.ops()[1];
   EXPECT_EQ(OutputNames(registry.ops()[0]), std::vector<std::string>{"output__0"});
   inference::ModelInferRequest request;
-  EXPECT_EQ(*SelectOutputs(pair, request), (std::vector<int>{0, 1}));
+  EXPECT_EQ(Refs(SelectOutputs(pair, request)),
+            (std::vector<std::pair<int, int>>{{0, -1}, {1, -1}}));
   request.add_outputs()->set_name("hi");
-  EXPECT_EQ(*SelectOutputs(pair, request), std::vector<int>{1});
+  EXPECT_EQ(Refs(SelectOutputs(pair, request)), (std::vector<std::pair<int, int>>{{1, -1}}));
   request.add_outputs()->set_name("hi");
   EXPECT_THAT(SelectOutputs(pair, request).status().message(), HasSubstr("requested twice"));
   request.mutable_outputs(1)->set_name("mid");
   EXPECT_THAT(SelectOutputs(pair, request).status().message(),
               HasSubstr("has no output 'mid' (outputs: lo, hi)"));
+}
+
+TEST(KServeCodec, ElementNames) {
+  EXPECT_EQ(ElementName("xs", 12), "xs__12");
+  auto split = SplitElementName("output__0__3");
+  ASSERT_TRUE(split.has_value());
+  EXPECT_EQ(split->name, "output__0");
+  EXPECT_EQ(split->index, 3);
+  for (const char* bad : {"xs", "xs__", "__1", "xs__01", "xs__1a", "xs__-1", "xs__1234567890"}) {
+    EXPECT_FALSE(SplitElementName(bad).has_value()) << bad;
+  }
+}
+
+TEST(KServeCodec, TensorListArgumentsAreNumberedInputs) {
+  const OpRegistry registry = TestRegistry();
+  const OpInfo& lists = registry.ops()[2];
+  inference::ModelInferRequest request;
+  AddRawInput(&request, "xs__1", {3, 4});  // any order
+  AddRawInput(&request, "y", {9});
+  AddRawInput(&request, "xs__0", {1});
+  Scratch scratch;
+  auto args = DecodeInferInputs(lists, request, {}, &scratch);
+  ASSERT_TRUE(args.ok()) << args.status();
+  ASSERT_EQ(args->size(), 2u);
+  EXPECT_EQ((*args)[0].name, "y");
+  EXPECT_EQ((*args)[1].name, "xs");
+  const Value& xs = (*args)[1].value;
+  ASSERT_EQ(xs.kind, Value::Kind::kTensorList);
+  ASSERT_EQ(xs.tensor_list.size(), 2u);
+  EXPECT_EQ(xs.tensor_list[0].shape, std::vector<int64_t>{1});
+  EXPECT_EQ(xs.tensor_list[0].data, request.raw_input_contents(2).data());
+  EXPECT_EQ(xs.tensor_list[1].shape, std::vector<int64_t>{2});
+
+  // A gap, a repeat, the list's own name, a parameter: refused, saying how.
+  for (const auto& names :
+       std::vector<std::vector<std::string>>{{"xs__0", "xs__2"}, {"xs__0", "xs__0"}, {"xs__1"}}) {
+    inference::ModelInferRequest bad;
+    for (const std::string& n : names) AddRawInput(&bad, n, {1});
+    auto refused = DecodeInferInputs(lists, bad, {}, &scratch);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(refused.status().message(), HasSubstr("must be numbered from xs__0 on"));
+  }
+  inference::ModelInferRequest whole;
+  AddRawInput(&whole, "xs", {1});
+  EXPECT_THAT(DecodeInferInputs(lists, whole, {}, &scratch).status().message(),
+              HasSubstr("is sent as one input per element, xs__0, xs__1, ..."));
+  inference::ModelInferRequest parameter;
+  (*parameter.mutable_parameters())["xs"].set_int64_param(1);
+  EXPECT_THAT(DecodeInferInputs(lists, parameter, {}, &scratch).status().message(),
+              HasSubstr("send it as inputs xs__0, xs__1, ..."));
+  // Not a list: an element name of a Tensor argument is an unknown argument.
+  inference::ModelInferRequest not_list;
+  AddRawInput(&not_list, "y__0", {1});
+  auto unknown = DecodeInferInputs(lists, not_list, {}, &scratch);
+  ASSERT_TRUE(unknown.ok());
+  EXPECT_EQ((*unknown)[0].name, "y__0");
+  EXPECT_EQ((*unknown)[0].value.kind, Value::Kind::kNone);
+}
+
+TEST(KServeCodec, TensorListOutputsAreSelectedWholeOrByElement) {
+  const OpRegistry registry = TestRegistry();
+  const OpInfo& lists = registry.ops()[2];
+  inference::ModelInferRequest request;
+  EXPECT_EQ(Refs(SelectOutputs(lists, request)),
+            (std::vector<std::pair<int, int>>{{0, -1}, {1, -1}}));
+  request.add_outputs()->set_name("parts__2");
+  request.add_outputs()->set_name("extra");
+  request.add_outputs()->set_name("parts__0");
+  EXPECT_EQ(Refs(SelectOutputs(lists, request)),
+            (std::vector<std::pair<int, int>>{{0, 2}, {1, -1}, {0, 0}}));
+  request.add_outputs()->set_name("parts");  // and the whole list: twice
+  EXPECT_THAT(SelectOutputs(lists, request).status().message(), HasSubstr("requested twice"));
+  request.mutable_outputs(3)->set_name("extra__0");  // not a list
+  EXPECT_THAT(SelectOutputs(lists, request).status().message(),
+              HasSubstr("has no output 'extra__0'"));
+}
+
+TEST(KServeCodec, TensorListMetadata) {
+  const OpRegistry registry = TestRegistry();
+  inference::ModelMetadataResponse meta;
+  DescribeModel(registry.ops()[2], &meta);
+  ASSERT_EQ(meta.inputs_size(), 2);
+  EXPECT_EQ(meta.inputs(0).name(), "xs__0");
+  EXPECT_EQ(meta.inputs(0).datatype(), "FP32");
+  ASSERT_EQ(meta.outputs_size(), 2);
+  EXPECT_EQ(meta.outputs(0).name(), "parts");
+  EXPECT_EQ(meta.outputs(0).shape(0), -1);
+  EXPECT_EQ(meta.outputs(1).name(), "extra");
 }
 
 TEST(KServeCodec, MetadataDescribesArgumentsAndReturns) {
