@@ -126,6 +126,27 @@ void DescribeModelStats(const OpInfo& op, const ModelStatsSnapshot& stats,
   }
 }
 
+absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats,
+                             const std::string& name, const std::string& version,
+                             inference::ModelStatisticsResponse* out) {
+  if (!name.empty()) {
+    auto index = FindModel(registry, name, version);
+    if (!index.ok()) return index.status();
+    DescribeModelStats(registry.ops()[static_cast<size_t>(*index)], stats.Read(*index),
+                       out->add_model_stats());
+    return absl::OkStatus();
+  }
+  if (!version.empty() && version != kModelVersion) {
+    return absl::NotFoundError(absl::StrCat("no model has version '", version, "' (models have \"",
+                                            kModelVersion, "\" only)"));
+  }
+  for (size_t i = 0; i < registry.ops().size(); ++i) {
+    if (!registry.ops()[i].served) continue;
+    DescribeModelStats(registry.ops()[i], stats.Read(static_cast<int>(i)), out->add_model_stats());
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,

@@ -68,6 +68,13 @@ void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out);
 void DescribeModelStats(const OpInfo& op, const ModelStatsSnapshot& stats,
                         inference::ModelStatistics* out);
 
+// The statistics a ModelStatistics request (gRPC) or GET /v2/models[/{name}]/stats (REST)
+// asks for: model `name` (version `version`: empty or "1"), or every served model for an
+// empty name. NOT_FOUND for an unknown model or version.
+absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats,
+                             const std::string& name, const std::string& version,
+                             inference::ModelStatisticsResponse* out);
+
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
 

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "http_listener.h"
 #include "kserve_codec.h"
+#include "kserve_http_meta.h"
 #include "kserve_json.h"
 #include "myops/version.h"
 
@@ -92,45 +93,6 @@ struct RestCallState : CallState {
   std::vector<kserve::OutputRef> selected;
   BudgetReservation response_reservation;  // the response's JSON, while it is built and sent
 };
-
-Json MetadataJson(const inference::ModelMetadataResponse& m) {
-  auto tensors = [](const auto& list) {
-    Json out = Json::array();
-    for (const auto& t : list) {
-      out.push_back({{"name", t.name()},
-                     {"datatype", t.datatype()},
-                     {"shape", std::vector<int64_t>(t.shape().begin(), t.shape().end())}});
-    }
-    return out;
-  };
-  return {{"name", m.name()},
-          {"versions", std::vector<std::string>(m.versions().begin(), m.versions().end())},
-          {"platform", m.platform()},
-          {"inputs", tensors(m.inputs())},
-          {"outputs", tensors(m.outputs())}};
-}
-
-Json ConfigJson(const inference::ModelConfig& c) {
-  auto tensors = [](const auto& list, bool with_optional) {
-    Json out = Json::array();
-    for (const auto& t : list) {
-      Json j = {{"name", t.name()},
-                {"data_type", inference::DataType_Name(t.data_type())},
-                {"dims", std::vector<int64_t>(t.dims().begin(), t.dims().end())}};
-      if constexpr (std::is_same_v<std::decay_t<decltype(t)>, inference::ModelInput>) {
-        if (with_optional) j["optional"] = t.optional();
-      }
-      out.push_back(std::move(j));
-    }
-    return out;
-  };
-  return {{"name", c.name()},
-          {"platform", c.platform()},
-          {"backend", c.backend()},
-          {"max_batch_size", c.max_batch_size()},
-          {"input", tensors(c.input(), true)},
-          {"output", tensors(c.output(), false)}};
-}
 
 }  // namespace
 
@@ -269,24 +231,35 @@ void KServeHttp::Serve(mg_connection* conn) {
   }
   if (path == "/v2") {
     if (!only("GET")) return;
-    const Json meta = {{"name", "myops"},
-                       {"version", MYOPS_VERSION_STRING},
-                       {"extensions", {"model_configuration", "parameters", "binary_tensor_data"}}};
+    const Json meta = {
+        {"name", "myops"},
+        {"version", MYOPS_VERSION_STRING},
+        {"extensions", {"model_configuration", "parameters", "binary_tensor_data", "statistics"}}};
     return Respond(conn, 200, meta.dump());
+  }
+  if (path == "/v2/models/stats") {  // every model's (model names always hold "::")
+    if (!only("GET")) return;
+    inference::ModelStatisticsResponse stats;
+    if (absl::Status s = kserve::DescribeStatsOf(*pipeline_->executor().info().registry,
+                                                 pipeline_->model_stats(), "", "", &stats);
+        !s.ok()) {
+      return RespondError(conn, s);
+    }
+    return Respond(conn, 200, kserve::StatsJson(stats).dump());
   }
   static constexpr absl::string_view kModels = "/v2/models/";
   if (!absl::StartsWith(path, kModels)) {
     return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
   }
-  // {model}[/versions/{version}][/ready|/config|/infer]
+  // {model}[/versions/{version}][/ready|/config|/stats|/infer]
   std::vector<std::string> parts = absl::StrSplit(path.substr(kModels.size()), '/');
   const std::string model = parts[0];
   std::string version;
   size_t next = 1;
   if (parts.size() >= 3 && parts[1] == "versions") version = parts[2], next = 3;
   const std::string action = next < parts.size() ? parts[next] : "";
-  if (next + 1 < parts.size() ||
-      (next < parts.size() && action != "ready" && action != "config" && action != "infer")) {
+  if (next + 1 < parts.size() || (next < parts.size() && action != "ready" && action != "config" &&
+                                  action != "stats" && action != "infer")) {
     return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
   }
   if (action == "infer") {
@@ -295,6 +268,15 @@ void KServeHttp::Serve(mg_connection* conn) {
   }
   if (!only("GET")) return;
   const OpRegistry& registry = *pipeline_->executor().info().registry;
+  if (action == "stats") {
+    inference::ModelStatisticsResponse stats;
+    if (absl::Status s =
+            kserve::DescribeStatsOf(registry, pipeline_->model_stats(), model, version, &stats);
+        !s.ok()) {
+      return RespondError(conn, s);
+    }
+    return Respond(conn, 200, kserve::StatsJson(stats).dump());
+  }
   auto index = kserve::FindModel(registry, model, version);
   if (action == "ready") {
     // An unknown model is not ready (as Triton answers), not an error.
@@ -307,11 +289,11 @@ void KServeHttp::Serve(mg_connection* conn) {
   if (action == "config") {
     inference::ModelConfig config;
     kserve::DescribeModelConfig(op, &config);
-    return Respond(conn, 200, ConfigJson(config).dump());
+    return Respond(conn, 200, kserve::ConfigJson(config).dump());
   }
   inference::ModelMetadataResponse meta;
   kserve::DescribeModel(op, &meta);
-  Respond(conn, 200, MetadataJson(meta).dump());
+  Respond(conn, 200, kserve::MetadataJson(meta).dump());
 }
 
 void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std::string& version) {

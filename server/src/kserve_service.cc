@@ -222,26 +222,9 @@ grpc::ServerUnaryReactor* KServeService::ModelStatistics(
     grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  const OpRegistry& registry = *executor_->info().registry;
-  const ModelStats& stats = pipeline_->model_stats();
-  if (!request->name().empty()) {
-    auto index = kserve::FindModel(registry, request->name(), request->version());
-    if (!index.ok()) return Done(context, index.status());
-    kserve::DescribeModelStats(registry.ops()[static_cast<size_t>(*index)], stats.Read(*index),
-                               response->add_model_stats());
-    return Done(context, absl::OkStatus());
-  }
-  if (!request->version().empty() && request->version() != kserve::kModelVersion) {
-    return Done(context, absl::NotFoundError(absl::StrCat("no model has version '",
-                                                          request->version(), "' (models have \"",
-                                                          kserve::kModelVersion, "\" only)")));
-  }
-  for (size_t i = 0; i < registry.ops().size(); ++i) {
-    if (!registry.ops()[i].served) continue;
-    kserve::DescribeModelStats(registry.ops()[i], stats.Read(static_cast<int>(i)),
-                               response->add_model_stats());
-  }
-  return Done(context, absl::OkStatus());
+  return Done(context,
+              kserve::DescribeStatsOf(*executor_->info().registry, pipeline_->model_stats(),
+                                      request->name(), request->version(), response));
 }
 
 }  // namespace myops::server

@@ -2,7 +2,8 @@
 tritonclient.grpc's get_inference_statistics: per-model counts and durations of the
 requests of every front end (KServe ModelInfer and ModelStreamInfer, myops.v1
 ScaleShift and Call of the same operator), failures apart, every served model when
-none is named, NOT_FOUND for an unknown model. Its own server, so counts are exact."""
+none is named, NOT_FOUND for an unknown model; the same over REST (GET
+/v2/models[/{name}]/stats, tritonclient.http). Its own server, so counts are exact."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ ADD3 = "myops_test::add3"
 
 @pytest.fixture(scope="module")
 def server():
-    s = ServerProcess("--load-library", str(TEST_OPS), "--ops", "myops::*,myops_test::*")
+    s = ServerProcess("--load-library", str(TEST_OPS), "--ops", "myops::*,myops_test::*",
+                      "--http-address", "127.0.0.1:0")
     yield s
     s.close()
 
@@ -137,3 +139,32 @@ def test_unknown_model_or_version_is_not_found(client):
         assert raised.value.status() == "StatusCode.NOT_FOUND"
     assert stats_of(client, SCALE_SHIFT).version == "1"
     assert client.get_inference_statistics(SCALE_SHIFT, "1").model_stats[0].name == SCALE_SHIFT
+
+
+def test_rest_statistics_are_the_same_counters(server, client):
+    import tritonclient.http as httpclient
+    rest = httpclient.InferenceServerClient(server.http_address)
+    try:
+        before = stats_of(client, SCALE_SHIFT).inference_stats.success.count
+        x = np.arange(4, dtype=np.float32)
+        t = httpclient.InferInput("x", [4], "FP32")
+        t.set_data_from_numpy(x)
+        rest.infer(SCALE_SHIFT, [t], parameters={"alpha": 2.0, "beta": 1.0})  # counts too
+        (one,) = rest.get_inference_statistics(SCALE_SHIFT)["model_stats"]
+        over_grpc = stats_of(client, SCALE_SHIFT)
+        assert one["name"] == SCALE_SHIFT and one["version"] == "1"
+        assert one["inference_stats"]["success"]["count"] == before + 1 == \
+            over_grpc.inference_stats.success.count
+        assert one["inference_stats"]["compute_infer"]["ns"] == \
+            over_grpc.inference_stats.compute_infer.ns
+        assert one["last_inference"] == over_grpc.last_inference
+        assert one["batch_stats"][0]["batch_size"] == 1
+        every = {m["name"] for m in rest.get_inference_statistics()["model_stats"]}
+        assert {SCALE_SHIFT, ADD3} <= every and "myops_test::bump_" not in every
+        assert "statistics" in rest.get_server_metadata()["extensions"]
+        for model, version in (("myops::nope", ""), (SCALE_SHIFT, "2")):
+            with pytest.raises(InferenceServerException) as raised:
+                rest.get_inference_statistics(model, version)
+            assert raised.value.status() == "404", raised.value
+    finally:
+        rest.close()
