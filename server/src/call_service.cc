@@ -112,14 +112,14 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   if (!index.ok()) {
     // Counted under no operator: only the registry's names become label values, never a
     // client's string.
-    metrics_.RecordOperator("", index.status());
+    metrics_.RecordOperator(-1, "", index.status());
     return given_done(index.status(), {});
   }
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
   const int model = *index;
   Done done = [this, &op, model, start, given_done = std::move(given_done)](
                   absl::Status status, const myops::v1::Timing& timing) {
-    metrics_.RecordOperator(op.QualifiedName(), status);
+    metrics_.RecordOperator(model, op.QualifiedName(), status);
     RecordModel(model, status, start, timing);
     given_done(std::move(status), timing);
   };

@@ -1,6 +1,8 @@
 // The request metrics' prometheus-cpp series and the scrape-time gauges (see metrics.h).
 #include "metrics.h"
 
+#include <algorithm>
+
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -76,8 +78,10 @@ class GaugeCollectable final : public prometheus::Collectable {
   std::vector<std::shared_ptr<const Gauge>> gauges_ ABSL_GUARDED_BY(mu_);
 };
 
-Metrics::Metrics()
+Metrics::Metrics(int operators)
     : registry_(std::make_shared<prometheus::Registry>()),
+      operators_(std::max(operators, 0)),
+      op_counters_(std::make_unique<OpCounters[]>(static_cast<size_t>(operators_))),
       gauges_(std::make_shared<GaugeCollectable>()) {
   requests_ = &prometheus::BuildCounter()
                    .Name("myops_requests_total")
@@ -142,11 +146,20 @@ void Metrics::Record(Rpc rpc, const absl::Status& status, const myops::v1::Timin
   m.tensor_bytes->Increment(static_cast<double>(tensor_bytes));
 }
 
-void Metrics::RecordOperator(const std::string& op, const absl::Status& status) {
+void Metrics::RecordOperator(int op, const std::string& name, const absl::Status& status) {
   const int raw_code = static_cast<int>(status.code());
   const int code = raw_code >= 0 && raw_code < kCodes ? raw_code : 2;  // UNKNOWN
-  // Add is locked and idempotent: the series of (op, code) is created once.
-  op_calls_->Add({{"op", op}, {"code", kCodeNames[code]}}).Increment();
+  if (op < 0 || op >= operators_) {
+    op_calls_->Add({{"op", name}, {"code", kCodeNames[code]}}).Increment();
+    return;
+  }
+  std::atomic<prometheus::Counter*>& slot = op_counters_[static_cast<size_t>(op)][code];
+  prometheus::Counter* counter = slot.load(std::memory_order_acquire);
+  if (counter == nullptr) {  // First time: Add is locked and idempotent.
+    counter = &op_calls_->Add({{"op", name}, {"code", kCodeNames[code]}});
+    slot.store(counter, std::memory_order_release);
+  }
+  counter->Increment();
 }
 
 absl::Status Metrics::AddGauge(std::string name, std::string help, std::function<double()> read) {

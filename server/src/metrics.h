@@ -48,7 +48,8 @@ class Metrics {
   };
   static constexpr int kRpcs = 7;
 
-  Metrics();
+  // `operators`: how many ops the registry holds (RecordOperator's indices).
+  explicit Metrics(int operators = 0);
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -58,9 +59,10 @@ class Metrics {
   void Record(Rpc rpc, const absl::Status& status, const myops::v1::Timing& timing,
               uint64_t tensor_bytes);
 
-  // One finished generic call of the served operator `op` ("" when it named none: only
-  // the registry's names may become label values, never a client's string).
-  void RecordOperator(const std::string& op, const absl::Status& status);
+  // One finished generic call of the registry's op number `op`, named `name` (op -1, name
+  // "": it named no served operator; only the registry's names may become label values,
+  // never a client's string). Lock-free once the (op, code) series exists.
+  void RecordOperator(int op, const std::string& name, const absl::Status& status);
 
   // Adds a gauge without labels whose value is `read()` at each scrape, e.g.
   // AddGauge("myops_memory_held_bytes", "Bytes held for requests.", [&budget] { ... }).
@@ -99,6 +101,10 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;
   prometheus::Family<prometheus::Counter>* op_calls_ = nullptr;
   std::array<PerRpc, kRpcs> rpcs_;
+  // op_calls_' children per op and code, null until first recorded.
+  using OpCounters = std::array<std::atomic<prometheus::Counter*>, kCodes>;
+  const int operators_;
+  std::unique_ptr<OpCounters[]> op_counters_;
   std::shared_ptr<GaugeCollectable> gauges_;
 };
 

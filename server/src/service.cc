@@ -97,6 +97,7 @@ MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits, Bear
       inflight_(limits.max_inflight),
       budget_(limits.max_inflight_bytes > 0 ? limits.max_inflight_bytes
                                             : DefaultMemoryBudgetBytes()),
+      metrics_(Models(executor->info().registry.get())),
       model_stats_(Models(executor->info().registry.get())),
       scale_shift_model_(ScaleShiftModel(executor->info().registry.get())),
       streams_(limits.max_streams) {
