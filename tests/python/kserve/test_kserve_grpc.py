@@ -330,3 +330,21 @@ def test_stream_infer(kserve_server):
     for rid, x in xs.items():
         np.testing.assert_array_equal(got[rid].as_numpy("output__0"), x * 2 + 1)
     assert got["after"].as_numpy("max") == np.float32(3)
+
+
+def test_async_infer_with_ids(client):
+    import queue
+    answers: queue.Queue = queue.Queue()
+    xs = [np.full(5, i, dtype=np.float32) for i in range(8)]
+    for i, x in enumerate(xs):
+        client.async_infer(SCALE_SHIFT, [tensor("x", x, "FP32")],
+                           callback=lambda result, error: answers.put((result, error)),
+                           request_id=f"a{i}", parameters={"alpha": 2.0, "beta": 1.0})
+    seen = {}
+    for _ in xs:
+        result, error = answers.get(timeout=120)
+        assert error is None, error
+        seen[result.get_response().id] = result.as_numpy("output__0")
+    assert sorted(seen) == sorted(f"a{i}" for i in range(8))
+    for i, x in enumerate(xs):
+        np.testing.assert_array_equal(seen[f"a{i}"], x * 2 + 1)
