@@ -15,7 +15,7 @@ source "$(dirname "$0")/env.sh"
 BUILD="${MYOPS_FUZZ_BUILD_DIR:-$MYOPS_REPO/build-fuzz}"
 FUZZ_SRC="$MYOPS_REPO/tests/fuzz"
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy call_request call_response rest_request)
+((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy call_request call_response rest_request infer_request)
 
 mkdir -p "$BUILD"
 cmake -S "$MYOPS_REPO" -B "$BUILD" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \

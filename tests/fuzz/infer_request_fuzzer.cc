@@ -1,0 +1,88 @@
+// Fuzz target: the Open Inference Protocol's gRPC ModelInfer decoding, as the front end
+// runs it (kserve_service.cc): wire::CheckInferRequestHead over an
+// inference.ModelInferRequest received as several slices (slices.h), kserve::
+// ParseInferRequest, then DecodeInferInputs with the default limits for an operator taking
+// a tensor, a float, an int list, a tensor list and a str, and SelectOutputs. Beyond "no
+// crash, no sanitizer report", checks what the front end relies on: refusals are
+// INVALID_ARGUMENT; the memory the head check lets protobuf take (received bytes plus 8
+// per packed byte, what the budget reserves) bounds the parsed message; every decoded
+// tensor holds numel * itemsize bytes.
+#include <string>
+
+#include "kserve/v2/grpc_predict_v2.pb.h"
+#include "kserve_codec.h"
+#include "myops/wire/call_wire.h"
+#include "slices.h"
+
+namespace {
+
+using myops::fuzz::Fail;
+using myops::server::ArgInfo;
+using myops::server::ArgKind;
+
+ArgInfo Arg(const char* name, ArgKind kind) {
+  ArgInfo a;
+  a.name = name;
+  a.type = myops::server::ArgKindName(kind);
+  a.kind = kind;
+  return a;
+}
+
+const myops::server::OpInfo& Op() {
+  static const myops::server::OpInfo op = [] {
+    myops::server::OpInfo o;
+    o.name = "fuzz::op";
+    o.served = true;
+    o.args = {Arg("x", ArgKind::kTensor), Arg("alpha", ArgKind::kFloat),
+              Arg("sizes", ArgKind::kIntList), Arg("xs", ArgKind::kTensorList),
+              Arg("text", ArgKind::kString)};
+    o.returns = {Arg("", ArgKind::kTensor), Arg("parts", ArgKind::kTensorList)};
+    return o;
+  }();
+  return op;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
+  myops::fuzz::SlicedInput input =
+      myops::fuzz::SplitIntoSlices(bytes, size, myops::wire::kMaxHeadBytes);
+  auto packed = myops::wire::CheckInferRequestHead(input.buffer);
+  if (!packed.ok()) {
+    if (packed.status().code() != absl::StatusCode::kInvalidArgument) Fail("the head's code");
+    return 0;
+  }
+  inference::ModelInferRequest request;
+  const absl::Status parsed = myops::server::kserve::ParseInferRequest(input.buffer, &request);
+  if (!parsed.ok()) {
+    if (parsed.code() != absl::StatusCode::kInvalidArgument) Fail("the parse's code");
+    return 0;
+  }
+  // What the front end reserves before parsing: the received bytes, plus 3.5 bytes per
+  // packed byte (kserve_service.cc); protobuf's own objects add a bounded head.
+  const size_t reserved = 2 * size + 8 * *packed + 64 * myops::wire::kMaxHeadBytes;
+  if (request.SpaceUsedLong() > reserved) Fail("the parsed request outgrows its bound");
+  myops::server::kserve::Scratch scratch;
+  auto args = myops::server::kserve::DecodeInferInputs(Op(), request,
+                                                       myops::server::TensorLimits{}, &scratch);
+  if (!args.ok()) {
+    if (args.status().code() != absl::StatusCode::kInvalidArgument) Fail("the decode's code");
+    return 0;
+  }
+  for (const myops::server::NamedValue& v : *args) {
+    if (v.value.kind != myops::server::Value::Kind::kTensor) continue;
+    const myops::server::TensorView& t = v.value.tensor;
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    if (t.bytes != numel * myops::ItemSize(t.dtype)) {
+      Fail("a tensor's bytes are not numel * itemsize");
+    }
+  }
+  auto selected = myops::server::kserve::SelectOutputs(Op(), request);
+  if (!selected.ok() && selected.status().code() != absl::StatusCode::kInvalidArgument) {
+    Fail("the output selection's code");
+  }
+  return 0;
+}
