@@ -18,7 +18,8 @@ namespace {
 
 // One call from start to `done`: owns its messages, context and retry alarm, and deletes
 // itself after its last callback. Only one gRPC callback of a call runs at a time (the
-// next attempt or alarm is started from the previous callback), so it needs no lock.
+// next attempt or alarm is started from the previous callback), so it needs no lock; the
+// cancellation state it shares with AsyncCall handles has its own.
 class AsyncUnaryCall {
  public:
   AsyncUnaryCall(std::shared_ptr<ClientCore> core, const grpc::internal::RpcMethod& method,
@@ -27,14 +28,18 @@ class AsyncUnaryCall {
         method_(method),
         done_(std::move(done)),
         deadline_(deadline),
-        request_(std::move(request)) {}
+        request_(std::move(request)),
+        cancel_(std::make_shared<AsyncCallState>()) {}
+
+  const std::shared_ptr<AsyncCallState>& cancel_state() const { return cancel_; }
 
   void StartAttempt() {
     ++attempts_;
-    context_ = std::make_unique<grpc::ClientContext>();
+    context_ = std::make_shared<grpc::ClientContext>();
     context_->set_deadline(deadline_);
     core_->Authorize(context_.get());
     response_.Clear();
+    cancel_->Attach(context_);
     // Nothing of `this` is touched after this line: the callback may already have run.
     grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
         core_->channel.get(), method_, context_.get(), &request_, &response_,
@@ -43,9 +48,10 @@ class AsyncUnaryCall {
 
  private:
   void OnDone(grpc::Status status) {
+    cancel_->Detach();
     std::optional<std::chrono::nanoseconds> delay =
         NextRetryDelay(core_->options.retry, attempts_, status.error_code(), deadline_);
-    if (!delay) {
+    if (!delay || cancel_->cancelled()) {
       Finish(std::move(status));
       return;
     }
@@ -74,7 +80,8 @@ class AsyncUnaryCall {
   const Clock::time_point deadline_;
   const grpc::ByteBuffer request_;  // Shared by the attempts: no re-encoding on retry.
   grpc::ByteBuffer response_;
-  std::unique_ptr<grpc::ClientContext> context_;
+  const std::shared_ptr<AsyncCallState> cancel_;
+  std::shared_ptr<grpc::ClientContext> context_;  // Shared with cancel_ during an attempt.
   std::unique_ptr<grpc::Alarm> alarm_;
   grpc::Status last_status_;
   int attempts_ = 0;
@@ -82,29 +89,67 @@ class AsyncUnaryCall {
 
 }  // namespace
 
-void StartAsyncUnary(std::shared_ptr<ClientCore> core, const grpc::internal::RpcMethod& method,
-                     grpc::ByteBuffer request, Clock::time_point deadline, RawUnaryDone done) {
-  (new AsyncUnaryCall(std::move(core), method, std::move(request), deadline, std::move(done)))
-      ->StartAttempt();
+void AsyncCallState::Cancel() {
+  std::shared_ptr<grpc::ClientContext> context;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    context = context_;
+  }
+  if (context != nullptr) context->TryCancel();
 }
 
-void StartAsyncScaleShift(std::shared_ptr<ClientCore> core, const TensorView& x, double alpha,
-                          double beta, Client::ScaleShiftCallback done,
-                          const CallOptions& options) {
+void AsyncCallState::Attach(std::shared_ptr<grpc::ClientContext> context) {
+  bool cancelled;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled = cancelled_;
+    context_ = context;
+  }
+  // Before the call starts: gRPC remembers it and cancels the call as it starts.
+  if (cancelled) context->TryCancel();
+}
+
+void AsyncCallState::Detach() {
+  std::shared_ptr<grpc::ClientContext> context;
+  std::lock_guard<std::mutex> lock(mu_);
+  context.swap(context_);  // Destroyed after the unlock (declared before the lock).
+}
+
+bool AsyncCallState::cancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+std::shared_ptr<AsyncCallState> StartAsyncUnary(std::shared_ptr<ClientCore> core,
+                                                const grpc::internal::RpcMethod& method,
+                                                grpc::ByteBuffer request,
+                                                Clock::time_point deadline, RawUnaryDone done) {
+  auto* call =
+      new AsyncUnaryCall(std::move(core), method, std::move(request), deadline, std::move(done));
+  std::shared_ptr<AsyncCallState> state = call->cancel_state();
+  call->StartAttempt();  // `call` may be deleted from here on.
+  return state;
+}
+
+std::shared_ptr<AsyncCallState> StartAsyncScaleShift(std::shared_ptr<ClientCore> core,
+                                                     const TensorView& x, double alpha, double beta,
+                                                     Client::ScaleShiftCallback done,
+                                                     const CallOptions& options) {
   grpc::ByteBuffer request =
       EncodeRequestBytes(x, alpha, beta, options.device, *core->send_buffers);
   const Clock::time_point deadline = CallDeadline(core->options, options);
   const grpc::internal::RpcMethod& method = *core->scale_shift;
-  StartAsyncUnary(std::move(core), method, std::move(request), deadline,
-                  [dtype = x.dtype, shape = x.shape, done = std::move(done)](
-                      grpc::Status status, grpc::ByteBuffer response, std::string replica) {
-                    const TensorView expected{dtype, shape, nullptr, 0};
-                    absl::StatusOr<ScaleShiftResult> result =
-                        status.ok() ? DecodeResponseBytes(response, &expected)
-                                    : absl::StatusOr<ScaleShiftResult>(ToAbslStatus(status));
-                    if (result.ok()) result->timing.replica = std::move(replica);
-                    done(std::move(result));
-                  });
+  return StartAsyncUnary(std::move(core), method, std::move(request), deadline,
+                         [dtype = x.dtype, shape = x.shape, done = std::move(done)](
+                             grpc::Status status, grpc::ByteBuffer response, std::string replica) {
+                           const TensorView expected{dtype, shape, nullptr, 0};
+                           absl::StatusOr<ScaleShiftResult> result =
+                               status.ok() ? DecodeResponseBytes(response, &expected)
+                                           : absl::StatusOr<ScaleShiftResult>(ToAbslStatus(status));
+                           if (result.ok()) result->timing.replica = std::move(replica);
+                           done(std::move(result));
+                         });
 }
 
 }  // namespace myops::client::internal

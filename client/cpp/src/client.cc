@@ -1,5 +1,5 @@
-// Client: unary, asynchronous and streaming ScaleShift, ServerInfo and Health over one
-// channel (see myops/client/client.h).
+// Client: unary and streaming ScaleShift, ServerInfo and Health over one channel (see
+// myops/client/client.h; the asynchronous calls are in client_async.cc).
 #include "myops/client/client.h"
 
 #include <string>
@@ -10,7 +10,6 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/strings/str_cat.h"
-#include "async_call.h"
 #include "client_core.h"
 #include "codec.h"
 #include "grpc_status.h"
@@ -114,17 +113,6 @@ absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha,
   absl::StatusOr<Timing> timing = internal::DecodeResponseBytesInto(response, out);
   if (timing.ok()) timing->replica = std::move(replica);
   return timing;
-}
-
-void Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
-                             ScaleShiftCallback done, const CallOptions& options) {
-  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
-                                                      core_->options.max_message_bytes);
-      !status.ok()) {
-    done(std::move(status));
-    return;
-  }
-  internal::StartAsyncScaleShift(core_, x, alpha, beta, std::move(done), options);
 }
 
 absl::StatusOr<std::unique_ptr<StreamSession>> Client::OpenStream(const CallOptions& options) {

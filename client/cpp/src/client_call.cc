@@ -1,12 +1,11 @@
-// Client's generic calls: Call, CallAsync, OpenCallStream and ListOperators (see
-// myops/client/client.h; the bytes are call_codec.h's).
+// Client's generic calls: Call, OpenCallStream and ListOperators (see
+// myops/client/client.h; the bytes are call_codec.h's; CallAsync is in client_async.cc).
 #include <utility>
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
 
-#include "async_call.h"
 #include "call_codec.h"
 #include "client_core.h"
 #include "grpc_status.h"
@@ -36,24 +35,6 @@ absl::StatusOr<CallResult> Client::Call(absl::string_view op, absl::Span<const V
       });
   if (!status.ok()) return internal::ToAbslStatus(status);
   return internal::DecodeCallResponse(response);
-}
-
-void Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
-                       absl::Span<const NamedArg> kwargs, CallCallback done,
-                       const CallOptions& options) {
-  const internal::CallFields call{op, args, kwargs, options.device, 0};
-  if (absl::Status status = internal::ValidateCall(call, core_->options.max_message_bytes);
-      !status.ok()) {
-    done(std::move(status));
-    return;
-  }
-  internal::StartAsyncUnary(
-      core_, *core_->call, internal::EncodeCallRequest(call, *core_->send_buffers),
-      internal::CallDeadline(core_->options, options),
-      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response, std::string) {
-        done(status.ok() ? internal::DecodeCallResponse(response)
-                         : absl::StatusOr<CallResult>(internal::ToAbslStatus(status)));
-      });
 }
 
 absl::StatusOr<std::unique_ptr<CallStreamSession>> Client::OpenCallStream(

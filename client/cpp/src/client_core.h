@@ -27,14 +27,22 @@ inline constexpr char kScaleShiftMethod[] = "/myops.v1.Myops/ScaleShift";
 // Call and CallStream likewise (call_codec.h).
 inline constexpr char kCallMethod[] = "/myops.v1.Myops/Call";
 inline constexpr char kCallStreamMethod[] = "/myops.v1.Myops/CallStream";
+// The asynchronous ListOperators, ServerInfo and health check are raw calls too, so that
+// every asynchronous call shares one implementation (async_call.h) with its retries and
+// cancellation; their messages are (de)serialized by the generated code.
+inline constexpr char kListOperatorsMethod[] = "/myops.v1.Myops/ListOperators";
+inline constexpr char kServerInfoMethod[] = "/myops.v1.Myops/ServerInfo";
 
 struct ClientCore {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<myops::v1::Myops::Stub> stub;  // ScaleShiftStream, ServerInfo, ListOperators.
-  std::unique_ptr<const grpc::internal::RpcMethod> scale_shift;  // Registered on `channel`.
-  std::unique_ptr<const grpc::internal::RpcMethod> call;         // Likewise.
-  std::unique_ptr<const grpc::internal::RpcMethod> call_stream;  // Likewise.
+  std::unique_ptr<const grpc::internal::RpcMethod> scale_shift;     // Registered on `channel`.
+  std::unique_ptr<const grpc::internal::RpcMethod> call;            // Likewise.
+  std::unique_ptr<const grpc::internal::RpcMethod> call_stream;     // Likewise.
+  std::unique_ptr<const grpc::internal::RpcMethod> list_operators;  // Likewise.
+  std::unique_ptr<const grpc::internal::RpcMethod> server_info;     // Likewise.
+  std::unique_ptr<const grpc::internal::RpcMethod> health_check;    // Likewise.
   std::unique_ptr<grpc::GenericStub> generic_stub;  // Raw unary ScaleShift, grpc.health.v1.
   std::shared_ptr<SendBufferPool> send_buffers;     // Thread-safe.
   std::string authorization;  // "Bearer <token>", or empty without options.auth_token.

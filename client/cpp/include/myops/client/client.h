@@ -37,10 +37,36 @@ namespace myops::client {
 
 namespace internal {
 struct ClientCore;
+class AsyncCallState;
 }  // namespace internal
 
 class StreamSession;
 class CallStreamSession;
+
+// A handle on one asynchronous call (Client::ScaleShiftAsync, CallAsync, ...) to cancel
+// it. Cheap to copy (copies share the call's cancellation state). Thread-safe: Cancel may
+// be called from any thread, any number of times, before, during or after the call's
+// callback runs. Holding a handle keeps neither the call, nor the client, nor the channel
+// alive, and dropping it does not cancel the call. A default-constructed handle refers to
+// no call.
+class AsyncCall {
+ public:
+  AsyncCall() = default;
+
+  // Asks the call to end with CANCELLED (grpc::ClientContext::TryCancel of the attempt in
+  // flight; no further attempt when it is waiting to retry, which ends the call with
+  // CANCELLED once the backoff has passed). The callback still runs exactly once: with
+  // CANCELLED when the cancellation came first, else with the call's own result. It may
+  // run on the calling thread before Cancel returns: do not call Cancel while holding a
+  // lock the callback takes.
+  void Cancel() const;
+
+ private:
+  friend class Client;
+  explicit AsyncCall(std::shared_ptr<internal::AsyncCallState> state);
+
+  std::shared_ptr<internal::AsyncCallState> state_;
+};
 
 // A client of one myops server (or load-balanced target).
 //
@@ -52,6 +78,9 @@ class Client {
  public:
   using ScaleShiftCallback = std::function<void(absl::StatusOr<ScaleShiftResult>)>;
   using CallCallback = std::function<void(absl::StatusOr<CallResult>)>;
+  using OperatorsCallback = std::function<void(absl::StatusOr<std::vector<OperatorDescription>>)>;
+  using ServerInfoCallback = std::function<void(absl::StatusOr<ServerInfo>)>;
+  using HealthCallback = std::function<void(absl::StatusOr<bool>)>;
 
   // Validates `options` (InvalidArgumentError naming the bad field) and creates the
   // channel. Does not connect: the first call does, so an unreachable server shows up as
@@ -79,9 +108,10 @@ class Client {
   // Starts ScaleShift without blocking. x's bytes are copied into the request before this
   // returns, so the caller may reuse or free them at once. `done` is called exactly once:
   // on a gRPC thread with the result, or on the calling thread, before this returns, when
-  // the input is invalid. `done` must not block for long (it holds a gRPC thread).
-  void ScaleShiftAsync(const TensorView& x, double alpha, double beta, ScaleShiftCallback done,
-                       const CallOptions& options = {});
+  // the input is invalid. `done` must not block for long (it holds a gRPC thread). The
+  // returned handle cancels the call.
+  AsyncCall ScaleShiftAsync(const TensorView& x, double alpha, double beta, ScaleShiftCallback done,
+                            const CallOptions& options = {});
 
   // Opens a ScaleShiftStream session for pipelined calls. The session's deadline
   // (options.deadline, else the client default) bounds the whole session;
@@ -104,10 +134,11 @@ class Client {
 
   // Starts Call without blocking, as ScaleShiftAsync: the arguments are copied into the
   // request before this returns; `done` runs exactly once, on a gRPC thread, or on the
-  // calling thread before this returns when the arguments are invalid.
-  void CallAsync(absl::string_view op, absl::Span<const Value> args,
-                 absl::Span<const NamedArg> kwargs, CallCallback done,
-                 const CallOptions& options = {});
+  // calling thread before this returns when the arguments are invalid. The returned handle
+  // cancels the call.
+  AsyncCall CallAsync(absl::string_view op, absl::Span<const Value> args,
+                      absl::Span<const NamedArg> kwargs, CallCallback done,
+                      const CallOptions& options = {});
 
   // Opens a CallStream session for pipelined Calls, as OpenStream.
   absl::StatusOr<std::unique_ptr<CallStreamSession>> OpenCallStream(
@@ -116,14 +147,21 @@ class Client {
   // The operators the server was asked to serve (its --ops patterns), sorted by name and
   // overload, with schemas, argument kinds and devices; not-served ones say why.
   absl::StatusOr<std::vector<OperatorDescription>> ListOperators(const CallOptions& options = {});
+  AsyncCall ListOperatorsAsync(OperatorsCallback done, const CallOptions& options = {});
 
   // The server's versions, devices, operators, limits and worker count.
   absl::StatusOr<ServerInfo> GetServerInfo(const CallOptions& options = {});
+  AsyncCall GetServerInfoAsync(ServerInfoCallback done, const CallOptions& options = {});
 
   // Standard gRPC health check (grpc.health.v1.Health/Check) of `service` ("" = the
   // server as a whole). true when SERVING, false when NOT_SERVING or UNKNOWN; an error
   // when the call fails (NOT_FOUND for a service the server does not know).
   absl::StatusOr<bool> Health(const std::string& service = "", const CallOptions& options = {});
+
+  // ListOperators, GetServerInfo and Health without blocking: `done` runs exactly once, on
+  // a gRPC thread, as ScaleShiftAsync's; the returned handle cancels the call.
+  AsyncCall HealthAsync(const std::string& service, HealthCallback done,
+                        const CallOptions& options = {});
 
   const ClientOptions& options() const;
 

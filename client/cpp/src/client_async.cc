@@ -1,0 +1,136 @@
+// Client's asynchronous calls (ScaleShiftAsync, CallAsync, ListOperatorsAsync,
+// GetServerInfoAsync, HealthAsync) and their cancellation handle AsyncCall (see
+// myops/client/client.h). All run through StartAsyncUnary (async_call.h); the protobuf
+// messages of ListOperators and ServerInfo are (de)serialized here by the generated code.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include "absl/strings/str_cat.h"
+#include "async_call.h"
+#include "call_codec.h"
+#include "client_core.h"
+#include "codec.h"
+#include "grpc_status.h"
+#include "health.h"
+#include "myops/client/client.h"
+#include "retry.h"
+
+namespace myops::client {
+namespace {
+
+// The wire bytes of a request message.
+template <typename Message>
+grpc::ByteBuffer SerializeMessage(const Message& message) {
+  grpc::ByteBuffer bytes;
+  bool own_buffer = false;
+  grpc::Status status = grpc::SerializationTraits<Message>::Serialize(message, &bytes, &own_buffer);
+  (void)status;  // Serializing a message held in memory cannot fail.
+  return bytes;
+}
+
+// The response message of a finished raw call; the call's error, or InternalError when
+// the bytes are not a `Message`.
+template <typename Message>
+absl::StatusOr<Message> ParseResponse(const grpc::Status& status, grpc::ByteBuffer& bytes) {
+  if (!status.ok()) return internal::ToAbslStatus(status);
+  Message message;
+  grpc::Status parsed = grpc::SerializationTraits<Message>::Deserialize(&bytes, &message);
+  if (!parsed.ok()) {
+    return absl::InternalError(absl::StrCat("malformed ", Message::descriptor()->name(),
+                                            " from the server: ", parsed.error_message()));
+  }
+  return message;
+}
+
+}  // namespace
+
+AsyncCall::AsyncCall(std::shared_ptr<internal::AsyncCallState> state) : state_(std::move(state)) {}
+
+void AsyncCall::Cancel() const {
+  if (state_ != nullptr) state_->Cancel();
+}
+
+AsyncCall Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
+                                  ScaleShiftCallback done, const CallOptions& options) {
+  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
+                                                      core_->options.max_message_bytes);
+      !status.ok()) {
+    done(std::move(status));
+    return AsyncCall();
+  }
+  return AsyncCall(internal::StartAsyncScaleShift(core_, x, alpha, beta, std::move(done), options));
+}
+
+AsyncCall Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
+                            absl::Span<const NamedArg> kwargs, CallCallback done,
+                            const CallOptions& options) {
+  const internal::CallFields call{op, args, kwargs, options.device, 0};
+  if (absl::Status status = internal::ValidateCall(call, core_->options.max_message_bytes);
+      !status.ok()) {
+    done(std::move(status));
+    return AsyncCall();
+  }
+  return AsyncCall(internal::StartAsyncUnary(
+      core_, *core_->call, internal::EncodeCallRequest(call, *core_->send_buffers),
+      internal::CallDeadline(core_->options, options),
+      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response, std::string) {
+        done(status.ok() ? internal::DecodeCallResponse(response)
+                         : absl::StatusOr<CallResult>(internal::ToAbslStatus(status)));
+      }));
+}
+
+AsyncCall Client::ListOperatorsAsync(OperatorsCallback done, const CallOptions& options) {
+  return AsyncCall(internal::StartAsyncUnary(
+      core_, *core_->list_operators, SerializeMessage(myops::v1::ListOperatorsRequest()),
+      internal::CallDeadline(core_->options, options),
+      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer bytes, std::string) {
+        absl::StatusOr<myops::v1::ListOperatorsResponse> response =
+            ParseResponse<myops::v1::ListOperatorsResponse>(status, bytes);
+        if (!response.ok()) {
+          done(response.status());
+          return;
+        }
+        done(internal::DecodeOperators(*response));
+      }));
+}
+
+AsyncCall Client::GetServerInfoAsync(ServerInfoCallback done, const CallOptions& options) {
+  return AsyncCall(internal::StartAsyncUnary(
+      core_, *core_->server_info, SerializeMessage(myops::v1::ServerInfoRequest()),
+      internal::CallDeadline(core_->options, options),
+      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer bytes, std::string) {
+        absl::StatusOr<myops::v1::ServerInfoResponse> response =
+            ParseResponse<myops::v1::ServerInfoResponse>(status, bytes);
+        if (!response.ok()) {
+          done(response.status());
+          return;
+        }
+        done(internal::DecodeServerInfo(*response));
+      }));
+}
+
+AsyncCall Client::HealthAsync(const std::string& service, HealthCallback done,
+                              const CallOptions& options) {
+  return AsyncCall(internal::StartAsyncUnary(
+      core_, *core_->health_check, internal::EncodeHealthCheckRequest(service),
+      internal::CallDeadline(core_->options, options),
+      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response, std::string) {
+        if (!status.ok()) {
+          done(internal::ToAbslStatus(status));
+          return;
+        }
+        absl::StatusOr<internal::ServingStatus> serving =
+            internal::DecodeHealthCheckResponse(response);
+        if (!serving.ok()) {
+          done(serving.status());
+          return;
+        }
+        done(*serving == internal::ServingStatus::kServing);
+      }));
+}
+
+}  // namespace myops::client
