@@ -17,37 +17,45 @@ applies the schema's defaults. Several results come back as a tuple.
 
 Nothing here knows about gRPC: a call goes through the ``invoke`` function
 of a ``Context`` (the client's native call with its options), so this module
-is tested with listings and invoke functions written by hand.
+is tested with listings and invoke functions written by hand. The asyncio
+client (``myops_client.aio``) uses the same trees with an asynchronous
+context: its invoke returns an awaitable, and a call binds and checks its
+arguments at once, then returns a coroutine that awaits the RPC and converts
+its results.
 """
 
 from __future__ import annotations
 
 import difflib
 import inspect
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Iterator, Sequence, Union
 
 from . import _values
 
-# invoke(wire_op, arguments) -> (outputs, timing): arguments are
-# (name or "", field, payload) triples and outputs (field, payload) pairs
-# (see _values).
+# invoke(wire_op, arguments) -> (outputs, timing), or an awaitable of it in
+# an asynchronous Context: arguments are (name or "", field, payload) triples
+# and outputs (field, payload) pairs (see _values).
+Sent = tuple[Sequence[tuple[int, Any]], Any]
 Invoke = Callable[[str, list[tuple[str, int, Any]]],
-                  tuple[Sequence[tuple[int, Any]], Any]]
+                  Union[Sent, Awaitable[Sent]]]
 
 
 class Context:
     """How the operators of one ``ops`` tree are called: the invoke function
     (a client's native call, with its device and timeout), whether calls
-    return ``(result, timing)``, and whether result tensors are torch
-    tensors (None: when a tensor argument was one)."""
+    return ``(result, timing)``, whether result tensors are torch tensors
+    (None: when a tensor argument was one), and whether invoke returns an
+    awaitable (then calls return coroutines)."""
 
-    __slots__ = ("invoke", "return_timing", "as_torch")
+    __slots__ = ("invoke", "return_timing", "as_torch", "asynchronous")
 
     def __init__(self, invoke: Invoke, return_timing: bool = False,
-                 as_torch: bool | None = None) -> None:
+                 as_torch: bool | None = None,
+                 asynchronous: bool = False) -> None:
         self.invoke = invoke
         self.return_timing = return_timing
         self.as_torch = as_torch
+        self.asynchronous = asynchronous
 
 
 class Overload:
@@ -158,8 +166,20 @@ class Overload:
 
     def finish(self, context: Context, wire: list[tuple[str, int, Any]],
                state: _values.CallState) -> Any:
-        """Sends a bound call; its result (and timing, if asked for)."""
-        outputs, timing = context.invoke(self.wire_name, wire)
+        """Sends a bound call; its result (and timing, if asked for), or in
+        an asynchronous context a coroutine of it."""
+        sent = context.invoke(self.wire_name, wire)
+        if context.asynchronous:
+            return self._finish_later(context, sent, state)
+        return self._results(context, sent, state)
+
+    async def _finish_later(self, context: Context, sent: Any,
+                            state: _values.CallState) -> Any:
+        return self._results(context, await sent, state)
+
+    def _results(self, context: Context, sent: Any,
+                 state: _values.CallState) -> Any:
+        outputs, timing = sent
         if context.as_torch is not None:
             state.torch = context.as_torch
         values = [_values.convert_result(field, payload, state)

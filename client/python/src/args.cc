@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+
+#include "myops/common/dtype.h"
 
 namespace myops_python {
 
@@ -292,6 +295,39 @@ parse_shape(PyObject *value, std::vector<int64_t> *shape)
         (*shape)[static_cast<size_t>(i)] = dim;
     }
     Py_DECREF(tuple);
+    return 0;
+}
+
+int
+parse_scale_shift_args(PyObject *const *args, ScaleShiftArgs *out)
+{
+    long dtype = PyLong_AsLong(args[0]);
+    if (dtype == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    const std::optional<mc::DType> known = myops::DTypeFromWire(dtype);
+    if (!known) {
+        PyErr_Format(PyExc_ValueError,
+                     "dtype code %ld is not a code of DTYPES (1 to %d: %s)",
+                     dtype, myops::kNumDTypes, myops::DTypeNameList().c_str());
+        return -1;
+    }
+    out->view.dtype = *known;
+    if (parse_shape(args[1], &out->view.shape) < 0 ||
+        PyObject_GetBuffer(args[2], out->buffer.get(), PyBUF_C_CONTIGUOUS) <
+            0) {
+        return -1;
+    }
+    out->view.data = out->buffer.get()->buf;
+    out->view.size_bytes = static_cast<size_t>(out->buffer.get()->len);
+    out->alpha = PyFloat_AsDouble(args[3]);
+    if (out->alpha == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    out->beta = PyFloat_AsDouble(args[4]);
+    if (out->beta == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
     return 0;
 }
 

@@ -90,6 +90,20 @@ private:
     Py_buffer view_;
 };
 
+/* The tensor and scalars of a scale_shift call: x as a view of the buffer it
+ * borrows (released, GIL held, with this object), alpha and beta. */
+struct ScaleShiftArgs {
+    BufferHolder buffer;
+    mc::TensorView view;
+    double alpha = 0.0;
+    double beta = 0.0;
+};
+
+/* (dtype, shape, data, alpha, beta): a dtype code of DTYPES, a shape, a
+ * C-contiguous buffer and two numbers, as _scale_shift and
+ * _start_scale_shift take them. -1 with TypeError/ValueError otherwise. */
+int parse_scale_shift_args(PyObject *const *args, ScaleShiftArgs *out);
+
 }  // namespace myops_python
 
 #endif  // MYOPS_PYTHON_ARGS_H_

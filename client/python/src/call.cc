@@ -1,5 +1,6 @@
-/* Client._call() of myops_client._core: the generic call of any served
- * operator (the listing, Client.list_operators(), is in server_info.cc).
+/* Client._call() and _start_call() of myops_client._core: the generic call
+ * of any served operator, blocking and asynchronous (async_call.h; the
+ * listing, Client.list_operators(), is in server_info.cc).
  *
  * _call takes the arguments in the wire form the Python layer
  * (myops_client/_values.py) makes of them: a list of (name, field, payload)
@@ -11,6 +12,7 @@
  * bytes (moved out of the response, no copy).
  */
 #include "args.h"
+#include "async_call.h"
 #include "module.h"
 
 #include <cstdint>
@@ -373,6 +375,26 @@ output_of(ModuleState *state, mc::Value &value, const mc::Timing &timing)
     return items == NULL ? NULL : Py_BuildValue("(lN)", field, items);
 }
 
+/* _call's (outputs, timing) of `result`, its tensors moved out. */
+PyObject *
+call_result_of(ModuleState *state, mc::CallResult &&result)
+{
+    PyObject *outputs =
+        PyList_New(static_cast<Py_ssize_t>(result.outputs.size()));
+    for (size_t i = 0; outputs != NULL && i < result.outputs.size(); ++i) {
+        PyObject *item = output_of(state, result.outputs[i], result.timing);
+        if (item == NULL) {
+            Py_CLEAR(outputs);
+            break;
+        }
+        PyList_SET_ITEM(outputs, static_cast<Py_ssize_t>(i), item);
+    }
+    if (outputs == NULL) {
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", outputs, timing_from(state, result.timing));
+}
+
 }  // namespace
 
 PyObject *
@@ -420,23 +442,41 @@ client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         if (!result.ok()) {
             return set_status_error(state, result.status());
         }
-        PyObject *outputs =
-            PyList_New(static_cast<Py_ssize_t>(result->outputs.size()));
-        for (size_t i = 0; outputs != NULL && i < result->outputs.size();
-             ++i) {
-            PyObject *item =
-                output_of(state, result->outputs[i], result->timing);
-            if (item == NULL) {
-                Py_CLEAR(outputs);
-                break;
-            }
-            PyList_SET_ITEM(outputs, static_cast<Py_ssize_t>(i), item);
-        }
-        if (outputs == NULL) {
+        return call_result_of(state, *std::move(result));
+    });
+}
+
+PyObject *
+client_start_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < 3 ||
+            nargs > 5) {
+            PyErr_Format(PyExc_TypeError,
+                         "_start_call() takes 3 to 5 positional arguments "
+                         "(done, op, arguments[, device[, timeout]]), got "
+                         "%zd positional and %zd keyword",
+                         nargs,
+                         kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
             return NULL;
         }
-        return Py_BuildValue("(NN)", outputs,
-                             timing_from(state, result->timing));
+        std::string name;
+        CallArguments arguments; /* the C++ client copies them at start */
+        mc::CallOptions call;
+        std::shared_ptr<mc::Client> client;
+        if (parse_str(args[1], "op", &name) < 0 ||
+            parse_arguments(args[2], &arguments) < 0 ||
+            client_call_setup(op, nargs > 4 ? args[4] : NULL,
+                              nargs > 3 ? args[3] : NULL, &call,
+                              &client) < 0) {
+            return NULL;
+        }
+        return start_pending(op, args[0], [&](std::shared_ptr<Completion> c) {
+            return client->CallAsync(
+                name, arguments.args, arguments.kwargs,
+                completion_callback<mc::CallResult>(c, call_result_of), call);
+        });
     });
 }
 

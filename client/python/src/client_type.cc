@@ -274,37 +274,8 @@ client_scale_shift(PyObject *op, PyTypeObject *defining_class,
         }
         ModuleState *state =
             static_cast<ModuleState *>(PyType_GetModuleState(defining_class));
-        long dtype = PyLong_AsLong(args[0]);
-        if (dtype == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        const std::optional<mc::DType> known = myops::DTypeFromWire(dtype);
-        if (!known) {
-            PyErr_Format(PyExc_ValueError,
-                         "dtype code %ld is not a code of DTYPES (1 to %d: "
-                         "%s)",
-                         dtype, myops::kNumDTypes,
-                         myops::DTypeNameList().c_str());
-            return NULL;
-        }
-        mc::TensorView view;
-        view.dtype = *known;
-        if (parse_shape(args[1], &view.shape) < 0) {
-            return NULL;
-        }
-        BufferHolder buffer;
-        if (PyObject_GetBuffer(args[2], buffer.get(), PyBUF_C_CONTIGUOUS) <
-            0) {
-            return NULL;
-        }
-        view.data = buffer.get()->buf;
-        view.size_bytes = static_cast<size_t>(buffer.get()->len);
-        const double alpha = PyFloat_AsDouble(args[3]);
-        if (alpha == -1.0 && PyErr_Occurred()) {
-            return NULL;
-        }
-        const double beta = PyFloat_AsDouble(args[4]);
-        if (beta == -1.0 && PyErr_Occurred()) {
+        ScaleShiftArgs x;
+        if (parse_scale_shift_args(args, &x) < 0) {
             return NULL;
         }
         mc::CallOptions call;
@@ -319,7 +290,7 @@ client_scale_shift(PyObject *op, PyTypeObject *defining_class,
         absl::StatusOr<mc::ScaleShiftResult> result;
         {
             GilRelease nogil;
-            result = client->ScaleShift(view, alpha, beta, call);
+            result = client->ScaleShift(x.view, x.alpha, x.beta, call);
         }
         if (!result.ok()) {
             return set_status_error(state, result.status());
@@ -480,6 +451,39 @@ PyMethodDef client_methods[] = {
                "returns (outputs, timing), outputs as (field, payload) "
                "pairs, tensors as Results. The GIL is released during the "
                "call.")},
+    {"_start_scale_shift",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_start_scale_shift)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_start_scale_shift(done, dtype, shape, data, alpha, beta, "
+               "device=None, timeout=None, /)\n--\n\nStarts _scale_shift "
+               "without blocking; done(result, error) follows once, from a "
+               "gRPC thread. Returns a PendingCall.")},
+    {"_start_call",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_start_call)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR(
+         "_start_call(done, op, arguments, device=None, timeout=None, "
+         "/)\n--\n\nStarts _call without blocking, as _start_scale_shift.")},
+    {"_start_server_info",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_start_server_info)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_start_server_info(done, timeout=None, /)\n--\n\nStarts "
+               "server_info() without blocking.")},
+    {"_start_list_operators",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_start_list_operators)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_start_list_operators(done, timeout=None, /)\n--\n\nStarts "
+               "list_operators() without blocking.")},
+    {"_start_health",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_start_health)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_start_health(done, service, timeout=None, /)\n--\n\nStarts "
+               "health() without blocking.")},
     {"close", client_close, METH_NOARGS,
      PyDoc_STR("close()\n--\n\n"
                "Close the channel (once calls in flight end). Idempotent; "

@@ -145,6 +145,7 @@ module_exec(PyObject *module)
             {&timing_spec, &state->timing_type},
             {&result_spec, &state->result_type},
             {&client_spec, &state->client_type},
+            {&pending_spec, &state->pending_type},
         };
         for (auto &t : types) {
             *t.slot = reinterpret_cast<PyTypeObject *>(
@@ -179,6 +180,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->client_type);
     Py_VISIT(state->result_type);
     Py_VISIT(state->timing_type);
+    Py_VISIT(state->pending_type);
     for (PyObject *error : state->errors) {
         Py_VISIT(error);
     }
@@ -192,6 +194,7 @@ module_clear(PyObject *module)
     Py_CLEAR(state->client_type);
     Py_CLEAR(state->result_type);
     Py_CLEAR(state->timing_type);
+    Py_CLEAR(state->pending_type);
     for (PyObject *&error : state->errors) {
         Py_CLEAR(error);
     }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <new>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "myops/client/options.h"
@@ -33,6 +34,7 @@ struct ModuleState {
     PyTypeObject *client_type;
     PyTypeObject *result_type;
     PyTypeObject *timing_type;
+    PyTypeObject *pending_type; /* PendingCall (async_call.cc) */
     /* myops_client.Error and its subclasses, by status code. errors[0] is
      * the base class Error (OK never raises). */
     PyObject *errors[kNumStatusCodes];
@@ -96,10 +98,16 @@ private:
 extern PyType_Spec client_spec;
 extern PyType_Spec result_spec;
 extern PyType_Spec timing_spec;
+extern PyType_Spec pending_spec;
 
 /* Client.server_info()'s dict of `info` (a new reference), or NULL with an
  * exception set. */
 PyObject *server_info_dict(const myops::client::ServerInfo &info);
+
+/* Client.list_operators()'s list of operator dicts (a new reference), or
+ * NULL with an exception set. */
+PyObject *operators_list(
+    const std::vector<myops::client::OperatorDescription> &listing);
 
 /* A new myops_client._core.Result owning `result`'s output bytes (moved). */
 PyObject *result_from(ModuleState *state,
@@ -122,6 +130,21 @@ int client_call_setup(PyObject *self, PyObject *timeout, PyObject *device,
 PyObject *client_list_operators(PyObject *op, PyObject *args, PyObject *kwds);
 PyObject *client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames);
+
+/* The asynchronous calls: Client._start_scale_shift, _start_call,
+ * _start_server_info, _start_list_operators and _start_health, each
+ * (done, <the blocking call's positional arguments>) returning a PendingCall
+ * (async_call.h). */
+PyObject *client_start_scale_shift(PyObject *op, PyObject *const *args,
+                                   Py_ssize_t nargs, PyObject *kwnames);
+PyObject *client_start_call(PyObject *op, PyObject *const *args,
+                            Py_ssize_t nargs, PyObject *kwnames);
+PyObject *client_start_server_info(PyObject *op, PyObject *const *args,
+                                   Py_ssize_t nargs, PyObject *kwnames);
+PyObject *client_start_list_operators(PyObject *op, PyObject *const *args,
+                                      Py_ssize_t nargs, PyObject *kwnames);
+PyObject *client_start_health(PyObject *op, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames);
 
 }  // namespace myops_python
 

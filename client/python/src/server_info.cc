@@ -188,14 +188,20 @@ client_list_operators(PyObject *op, PyObject *args, PyObject *kwds)
         if (!listing.ok()) {
             return set_status_error(state, listing.status());
         }
-        PyObject *list = PyList_New(0);
-        for (size_t i = 0; list != NULL && i < listing->size(); ++i) {
-            if (append_new(list, operator_dict((*listing)[i])) < 0) {
-                Py_CLEAR(list);
-            }
-        }
-        return list;
+        return operators_list(*listing);
     });
+}
+
+PyObject *
+operators_list(const std::vector<mc::OperatorDescription> &listing)
+{
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list != NULL && i < listing.size(); ++i) {
+        if (append_new(list, operator_dict(listing[i])) < 0) {
+            Py_CLEAR(list);
+        }
+    }
+    return list;
 }
 
 }  // namespace myops_python

@@ -1,0 +1,328 @@
+"""myops_client.aio: the asyncio client, the blocking ``myops_client.Client``'s
+calls as awaitables.
+
+    import asyncio, numpy as np, myops_client.aio
+
+    async def main() -> None:
+        async with myops_client.aio.Client("localhost:50051") as client:
+            x = np.arange(12, dtype=np.float32).reshape(3, 4)
+            y = await client.scale_shift(x, 2.0, 1.0)
+            ys = await asyncio.gather(*(client.scale_shift(x, 2.0, float(i))
+                                        for i in range(100)))
+            y = await client.ops.myops.scale_shift(x, 2.0, 1.0)
+            keep = await client.call("torchvision::nms", boxes, scores, 0.5)
+
+    asyncio.run(main())
+
+Each call starts the C++ client's asynchronous RPC and returns to the event
+loop at once (no thread per call, no polling): x's bytes are copied into the
+request before the call yields, so x may be changed or reused as soon as the
+call has been awaited or wrapped in a task that has started. The gRPC thread
+that completes the RPC takes the GIL briefly and hands the result to the
+loop with ``loop.call_soon_threadsafe``; conversion to arrays happens on the
+loop. Cancelling the awaiting task cancels the RPC (gRPC TryCancel; the
+server sees it cancelled). Failures raise the same ``myops_client.Error``
+subclasses as the blocking client. Use a client from one event loop at a
+time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, overload
+
+from . import _convert, _ops
+from ._core import Client as _CoreClient
+from ._core import PendingCall, Timing
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["CallView", "Client"]
+
+_Array = TypeVar("_Array")
+_Self = TypeVar("_Self", bound="Client")
+
+
+class Client:
+    """An asyncio client of a myops server or of its replicas (one gRPC
+    channel). The constructor takes the options of ``myops_client.Client``
+    (see there); ``timeout`` is the deadline of every call without its own.
+    Use as ``async with``, or ``await close()``."""
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        timeout: float = 30.0,
+        max_message_bytes: int = 1073741824,
+        retries: int = 2,
+        retry_backoff: float = 0.1,
+        max_retry_backoff: float = 2.0,
+        root_certificates: str | bytes | None = None,
+        private_key: str | bytes | None = None,
+        certificate_chain: str | bytes | None = None,
+        channel_args: dict[str, int | str] | None = None,
+        token: str | None = None,
+        load_balancing: str = "round_robin",
+        health_checking: bool = False,
+    ) -> None:
+        self._core = _CoreClient(
+            target, timeout=timeout, max_message_bytes=max_message_bytes,
+            retries=retries, retry_backoff=retry_backoff,
+            max_retry_backoff=max_retry_backoff,
+            root_certificates=root_certificates, private_key=private_key,
+            certificate_chain=certificate_chain, channel_args=channel_args,
+            token=token, load_balancing=load_balancing,
+            health_checking=health_checking)
+        # Calls in flight: their future -> their PendingCall (close() cancels
+        # them); the future close() waits on until none is left.
+        self._in_flight: dict[asyncio.Future[Any], PendingCall] = {}
+        self._drained: asyncio.Future[None] | None = None
+        self._catalog: _ops.Catalog | None = None
+        self._view = CallView(self, "", None, False, None)
+
+    # ---- the options ------------------------------------------------------
+
+    @property
+    def target(self) -> str:
+        """The gRPC target (read-only)."""
+        return self._core.target
+
+    @property
+    def timeout(self) -> float:
+        """Deadline of every call without its own timeout, seconds (> 0)."""
+        return self._core.timeout
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        self._core.timeout = seconds
+
+    @property
+    def max_message_bytes(self) -> int | None:
+        """Largest message sent or received (None when closed)."""
+        return self._core.max_message_bytes
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._core.closed
+
+    def __repr__(self) -> str:
+        return (f"<myops_client.aio.Client target={self.target!r} "
+                f"timeout={self.timeout!r}{' closed' if self.closed else ''}>")
+
+    def __reduce__(self) -> Any:
+        raise TypeError("myops_client.aio.Client objects cannot be pickled "
+                        "(they own a gRPC channel)")
+
+    # ---- lifetime ---------------------------------------------------------
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Closes the client: later calls raise ValueError; calls in flight
+        are cancelled (their awaiters get ``myops_client.Cancelled`` unless
+        they completed first), and close returns once every one has ended,
+        so no completion runs after it. Idempotent."""
+        self._core.close()
+        for pending in list(self._in_flight.values()):
+            pending.cancel()
+        while self._in_flight:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+        self._drained = None
+
+    # ---- the calls --------------------------------------------------------
+
+    async def _start(self, start: Callable[..., PendingCall],
+                     *args: Any) -> Any:
+        """Starts a native asynchronous call (``_core.Client._start_*``) and
+        awaits its completion; cancelling the awaiting task cancels it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        pending = start(
+            functools.partial(loop.call_soon_threadsafe, self._settle, future),
+            *args)
+        self._in_flight[future] = pending
+        try:
+            return await future
+        except asyncio.CancelledError:
+            pending.cancel()
+            raise
+
+    def _settle(self, future: asyncio.Future[Any], value: Any,
+                error: BaseException | None) -> None:
+        """On the loop: the native call of ``future`` has completed."""
+        self._in_flight.pop(future, None)
+        if (not self._in_flight and self._drained is not None
+                and not self._drained.done()):
+            self._drained.set_result(None)
+        if future.done():  # the awaiting task was cancelled
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    @overload
+    async def scale_shift(self, x: _Array, alpha: float, beta: float, *,
+                          device: str = ..., timeout: float | None = ...,
+                          return_timing: Literal[False] = ...) -> _Array: ...
+
+    @overload
+    async def scale_shift(self, x: _Array, alpha: float, beta: float, *,
+                          device: str = ..., timeout: float | None = ...,
+                          return_timing: Literal[True]
+                          ) -> tuple[_Array, Timing]: ...
+
+    async def scale_shift(self, x: Any, alpha: float, beta: float, *,
+                          device: str = "", timeout: float | None = None,
+                          return_timing: bool = False) -> Any:
+        """``alpha * x + beta`` on the server: as
+        ``myops_client.Client.scale_shift``, awaited."""
+        code, shape, data, output = _convert.encode(x)
+        result = await self._start(self._core._start_scale_shift, code, shape,
+                                   data, alpha, beta, device, timeout)
+        y = _convert.decode(result, shape, output)
+        if return_timing:
+            return y, result.timing
+        return y
+
+    async def server_info(self, *, timeout: float | None = None
+                          ) -> dict[str, Any]:
+        """The server's versions, devices, operators, limits and workers."""
+        info: dict[str, Any] = await self._start(
+            self._core._start_server_info, timeout)
+        return info
+
+    async def list_operators(self, *, timeout: float | None = None
+                             ) -> list[dict[str, Any]]:
+        """The operators the server lists, as
+        ``myops_client.Client.list_operators``."""
+        listing: list[dict[str, Any]] = await self._start(
+            self._core._start_list_operators, timeout)
+        return listing
+
+    async def health(self, service: str = "", *,
+                     timeout: float | None = None) -> bool:
+        """True when the server (or ``service``) is SERVING."""
+        serving: bool = await self._start(self._core._start_health, service,
+                                          timeout)
+        return serving
+
+    # ---- the operator table -----------------------------------------------
+
+    async def call(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Runs the served operator ``op``: as ``myops_client.Client.call``,
+        awaited (the first call lists the server's operators)."""
+        return await self._view.call(op, *args, **kwargs)
+
+    @property
+    def ops(self) -> _ops.Ops | RemoteName:
+        """The server's operators as ``torch.ops`` has them: ``await
+        client.ops.myops.scale_shift(x, 2.0, 1.0)``. Once the listing is
+        loaded (by the first call, or ``await refresh_operators()``) this is
+        the tree of ``myops_client.Client.ops``, with schemas as docstrings
+        and ``dir()``, whose calls return coroutines; before, names resolve
+        when the call is awaited (ValueError for an operator the server does
+        not list)."""
+        return self._view.ops
+
+    def with_options(self, *, device: str = "", timeout: float | None = None,
+                     return_timing: bool = False,
+                     as_torch: bool | None = None) -> CallView:
+        """``call`` and ``ops`` with these options, as
+        ``myops_client.Client.with_options``."""
+        return CallView(self, device, timeout, return_timing, as_torch)
+
+    async def refresh_operators(self) -> None:
+        """Lists the server's operators again (for ``call`` and ``ops``)."""
+        self._catalog = _ops.Catalog(await self.list_operators())
+        self._view.reset()
+
+    async def _operator_catalog(self) -> _ops.Catalog:
+        if self._catalog is None:
+            self._catalog = _ops.Catalog(await self.list_operators())
+        return self._catalog
+
+
+class CallView:
+    """``call`` and ``ops`` of an asyncio client with a device, timeout,
+    timing and result type choice (``Client.with_options``)."""
+
+    __slots__ = ("_client", "_context", "_ops")
+
+    def __init__(self, client: Client, device: str, timeout: float | None,
+                 return_timing: bool, as_torch: bool | None) -> None:
+        if not isinstance(device, str):
+            raise TypeError(f"device must be a str ('', 'cpu', 'cuda', "
+                            f"'cuda:N'), not {type(device).__name__}")
+
+        def invoke(op: str, arguments: list[tuple[str, int, Any]]) -> Any:
+            return client._start(client._core._start_call, op, arguments,
+                                 device, timeout)
+
+        if as_torch is not None:
+            as_torch = bool(as_torch)
+            if as_torch:
+                import torch  # noqa: F401  (results are made with it)
+        self._client = client
+        self._context = _ops.Context(invoke, bool(return_timing), as_torch,
+                                     asynchronous=True)
+        self._ops: _ops.Ops | None = None
+
+    async def call(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
+        """As ``Client.call``, with this view's options."""
+        catalog = await self._client._operator_catalog()
+        return await catalog.call(self._context, op, args, kwargs)
+
+    @property
+    def ops(self) -> _ops.Ops | RemoteName:
+        """As ``Client.ops``, with this view's options."""
+        catalog = self._client._catalog
+        if catalog is None:
+            return RemoteName(self, "")
+        if self._ops is None or self._ops._catalog is not catalog:
+            self._ops = _ops.Ops(catalog, self._context)
+        return self._ops
+
+    def reset(self) -> None:
+        self._ops = None
+
+
+class RemoteName:
+    """A namespace, operator or overload of ``client.ops`` named before the
+    server's listing is loaded: ``ops.myops``, ``ops.myops.scale_shift``,
+    ``ops.myops.scale_shift.out``. Calling an operator or overload awaits
+    the listing, then calls it as ``Client.call`` would."""
+
+    __slots__ = ("_view", "_path")
+
+    def __init__(self, view: CallView, path: str) -> None:
+        self._view = view
+        self._path = path  # "", "ns", "ns::op" or "ns::op.overload"
+
+    def __getattr__(self, name: str) -> RemoteName:
+        if name.startswith("__") or "." in self._path:
+            raise AttributeError(name)
+        path = self._path
+        return RemoteName(self._view, name if not path else
+                          f"{path}.{name}" if "::" in path else
+                          f"{path}::{name}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if "::" not in self._path:
+            raise TypeError(f"the operator namespace {self._path!r} is not "
+                            f"callable; call one of its operators")
+        return self._view.call(self._path, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<remote operator {self._path or 'tree'} (not listed yet)>"
