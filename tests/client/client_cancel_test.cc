@@ -1,6 +1,7 @@
 // Cancelling asynchronous calls (AsyncCall::Cancel): a call a server never answers ends
 // with CANCELLED, a cancelled call is not retried, cancelling a finished call changes
-// nothing; and the asynchronous ListOperators, ServerInfo and health check.
+// nothing; the asynchronous ListOperators, ServerInfo and health check; and a channel
+// whose last reference a completion drops.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -168,6 +169,29 @@ TEST(ClientCancelTest, AsyncInfoCallsReportErrors) {
   client->GetServerInfoAsync(outcome.Callback());
   EXPECT_EQ(outcome.promise.get_future().get().status().code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// The last reference to a client's channel dropped by an asynchronous call's completion
+// (the Client destroyed while the call was in flight) must not tear down the gRPC
+// threads that run completions from one of them: later clients' calls still complete.
+// No server runs in this test (an in-process one would hold those threads too): the
+// calls go to a closed port and fail with UNAVAILABLE.
+TEST(ClientCancelTest, ChannelReleasedByACompletionLeavesCompletionsWorking) {
+  std::string target;
+  {
+    SilentListener closed;  // Closed again at the end of this scope.
+    ASSERT_TRUE(closed.ok());
+    target = closed.target();
+  }
+  for (int round = 0; round < 100; ++round) {
+    Outcome<ServerInfo> outcome;
+    {
+      std::unique_ptr<Client> client = MakeClient(target);
+      ASSERT_NE(client, nullptr);
+      client->GetServerInfoAsync(outcome.Callback());
+    }  // The call in flight holds the channel's last reference.
+    EXPECT_EQ(outcome.promise.get_future().get().status().code(), absl::StatusCode::kUnavailable);
+  }
 }
 
 }  // namespace

@@ -43,7 +43,10 @@ class AsyncUnaryCall {
     // Nothing of `this` is touched after this line: the callback may already have run.
     grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
         core_->channel.get(), method_, context_.get(), &request_, &response_,
-        [this](grpc::Status status) { OnDone(std::move(status)); });
+        [this](grpc::Status status) {
+          GrpcCallbackScope scope;
+          OnDone(std::move(status));
+        });
   }
 
  private:
@@ -58,6 +61,7 @@ class AsyncUnaryCall {
     last_status_ = std::move(status);
     alarm_ = std::make_unique<grpc::Alarm>();
     alarm_->Set(Clock::now() + *delay, [this](bool fired) {
+      GrpcCallbackScope scope;
       if (fired) {
         StartAttempt();
       } else {

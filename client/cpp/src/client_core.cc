@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include <grpc/grpc.h>
@@ -16,6 +17,28 @@
 #include "health.h"
 
 namespace myops::client::internal {
+namespace {
+
+thread_local bool in_grpc_callback = false;
+
+// The deleter of every ClientCore (see GrpcCallbackScope).
+void DestroyClientCore(ClientCore* core) {
+  if (!GrpcCallbackScope::active()) {
+    delete core;
+    return;
+  }
+  std::thread([core] { delete core; }).detach();
+}
+
+}  // namespace
+
+GrpcCallbackScope::GrpcCallbackScope() : outer_(!in_grpc_callback) { in_grpc_callback = true; }
+
+GrpcCallbackScope::~GrpcCallbackScope() {
+  if (outer_) in_grpc_callback = false;
+}
+
+bool GrpcCallbackScope::active() { return in_grpc_callback; }
 
 absl::Status ValidateClientOptions(const ClientOptions& options) {
   auto invalid = [](auto&&... parts) {
@@ -102,7 +125,7 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
                           std::numeric_limits<int>::max())));
   }
 
-  auto core = std::make_shared<ClientCore>();
+  std::shared_ptr<ClientCore> core(new ClientCore, DestroyClientCore);
   core->channel = grpc::CreateCustomChannel(options.target, credentials, args);
   if (core->channel == nullptr) {
     return absl::InvalidArgumentError(

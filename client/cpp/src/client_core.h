@@ -52,6 +52,25 @@ struct ClientCore {
   void Authorize(grpc::ClientContext* context) const;
 };
 
+// Marks the current thread as running a gRPC callback of the client (an asynchronous
+// call's completion, which runs the user's callback) for the lifetime of the object.
+// Destroying the last reference to a ClientCore there would destroy the channel on a
+// thread of the completion queue that the channel's destruction shuts down and joins
+// (gRPC 1.51's callback-alternative queue: the thread would join itself and go on with a
+// deleted queue); the core's deleter then hands the destruction to a thread of its own.
+class GrpcCallbackScope {
+ public:
+  GrpcCallbackScope();
+  ~GrpcCallbackScope();
+  GrpcCallbackScope(const GrpcCallbackScope&) = delete;
+  GrpcCallbackScope& operator=(const GrpcCallbackScope&) = delete;
+
+  static bool active();
+
+ private:
+  const bool outer_;
+};
+
 // The initial-metadata key under which servers name their replica.
 inline constexpr char kReplicaMetadataKey[] = "myops-replica";
 
