@@ -4,8 +4,10 @@
  * Thread-safety: the C++ client is thread-safe; each call copies the
  * shared_ptr to it while holding the GIL and releases the GIL for the RPC, so
  * close() or a second __init__ during calls in flight is safe (the old client
- * lives until those calls return). Subclassable; instances have a __dict__
- * and weak references, and take part in cyclic GC through the __dict__.
+ * lives until those calls return). Whoever drops the last reference
+ * destroys it with the GIL released (destroy_client). Subclassable; instances
+ * have a __dict__ and weak references, and take part in cyclic GC through the
+ * __dict__.
  */
 #include "args.h"
 #include "module.h"
@@ -35,6 +37,21 @@ namespace myops_python {
 namespace {
 
 using ClientHandle = std::shared_ptr<mc::Client>;
+
+/* The deleter of every ClientHandle: destroys the C++ client, whose channel
+ * destruction may wait for gRPC's completion threads, without the GIL, which
+ * those threads take to complete asynchronous calls. */
+void
+destroy_client(mc::Client *client)
+{
+    if (PyGILState_Check()) {
+        GilRelease nogil;
+        delete client;
+    }
+    else {
+        delete client;
+    }
+}
 
 struct ClientObject {
     PyObject_HEAD
@@ -150,7 +167,7 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
             }
             return -1;
         }
-        *self->handle = ClientHandle(std::move(*client));
+        *self->handle = ClientHandle(client->release(), destroy_client);
         Py_XSETREF(self->target, Py_NewRef(target));
         self->timeout = timeout;
         return 0;

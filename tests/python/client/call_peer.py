@@ -8,7 +8,10 @@ Operators (LISTING below): "test::echo" returns its arguments' values in order, 
 keyword's value preceded by its name as a string; "test::block" and "test::release"
 meet: each returns only once the other is in progress too (so two calls of one client
 overlap, or time out with DEADLINE_EXCEEDED); "test::nothing" returns no outputs;
-"test::fail" ends with INVALID_ARGUMENT. Other ops get NOT_FOUND. The timing's device is the request's device ("cpu" when empty), so tests
+"test::fail" ends with INVALID_ARGUMENT; "test::hang" returns only when the client
+cancels it (or its deadline passes) and "test::hangs" returns how many hangs have
+started and how many of them saw their RPC cancelled, as an int list. Other ops get
+NOT_FOUND. The timing's device is the request's device ("cpu" when empty), so tests
 see which device was asked for.
 """
 
@@ -83,6 +86,11 @@ LISTING = pb2.ListOperatorsResponse(operators=[
                      served=True, devices=["cpu"]),
     pb2.OperatorInfo(name="test::release", schema="test::release() -> ()",
                      served=True, devices=["cpu"]),
+    pb2.OperatorInfo(name="test::hang", schema="test::hang() -> ()", served=True,
+                     devices=["cpu"]),
+    pb2.OperatorInfo(name="test::hangs", schema="test::hangs() -> int[]", served=True,
+                     devices=["cpu"],
+                     returns=[pb2.ReturnInfo(type="int[]", kind=pb2.VALUE_KIND_INT_LIST)]),
 ])
 
 # test::block and test::release: how many of each have arrived (under `meeting`).
@@ -103,6 +111,22 @@ def meet(op: str, context) -> None:
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"{other} never came")
 
 
+# test::hang: how many have started and how many saw their RPC cancelled (under `meeting`).
+hangs = {"started": 0, "cancelled": 0}
+
+
+def hang(context) -> None:
+    ended = threading.Event()
+    context.add_callback(ended.set)  # runs when the RPC ends, e.g. cancelled by the client
+    with meeting:
+        hangs["started"] += 1
+    ended.wait(timeout=context.time_remaining())
+    if context.is_active():
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "test::hang was never cancelled")
+    with meeting:
+        hangs["cancelled"] += 1
+
+
 def call(request, context):
     if request.op == "test::fail":
         context.abort(grpc.StatusCode.INVALID_ARGUMENT,
@@ -115,6 +139,12 @@ def call(request, context):
             outputs.append(arg.value)
     elif request.op in arrived:
         meet(request.op, context)
+    elif request.op == "test::hang":
+        hang(context)
+    elif request.op == "test::hangs":
+        with meeting:
+            counts = [hangs["started"], hangs["cancelled"]]
+        outputs.append(pb2.Value(int_list=pb2.IntList(values=counts)))
     elif request.op != "test::nothing":
         context.abort(grpc.StatusCode.NOT_FOUND,
                       f"operator {request.op!r} is not served")

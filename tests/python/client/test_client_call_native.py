@@ -43,7 +43,8 @@ def test_list_operators(client):
     listing = client.list_operators()
     assert [(o["name"], o["overload"]) for o in listing] == [
         ("test::block", ""), ("test::echo", ""), ("test::echo", "inplace_"),
-        ("test::fail", ""), ("test::nothing", ""), ("test::release", "")]
+        ("test::fail", ""), ("test::nothing", ""), ("test::release", ""),
+        ("test::hang", ""), ("test::hangs", "")]
     echo = listing[1]
     assert set(echo) == {"name", "overload", "schema", "arguments", "returns",
                          "devices", "served", "reason"}
