@@ -61,12 +61,13 @@ def requests_for(size: int, max_requests: int, budget: int) -> int:
     return max(10, min(max_requests, budget // size))
 
 
-def start_server() -> tuple[subprocess.Popen, str, tempfile.NamedTemporaryFile]:
+def start_server(extra_flags: tuple[str, ...] | list[str] = ()
+                 ) -> tuple[subprocess.Popen, str, tempfile.NamedTemporaryFile]:
     log = tempfile.NamedTemporaryFile(mode="w+", prefix="myops-server-")
     proc = subprocess.Popen(
         [str(BUILD / "server" / "myops-server"), "--address", "127.0.0.1:0",
          "--devices", "cpu", "--max-message-bytes", str(512 << 20),
-         "--drain-delay", "0"], stdout=log, stderr=subprocess.STDOUT)
+         "--drain-delay", "0", *extra_flags], stdout=log, stderr=subprocess.STDOUT)
     for _ in range(600):
         found = re.search(r"listening on (127\.0\.0\.1:\d+)",
                           pathlib.Path(log.name).read_text())

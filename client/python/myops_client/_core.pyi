@@ -1,8 +1,12 @@
 # Type stubs of myops_client._core, the native core of the myops Python client
 # (src/*.cc). The public API is re-exported, with array conversion, by myops_client.
-from typing import Any
+from typing import Any, Callable
 
 from typing_extensions import Buffer
+
+# done(value, error) of an asynchronous call: called once, from a gRPC thread (or
+# from the thread that started or cancelled the call), with error None on success.
+_Done = Callable[[Any, BaseException | None], object]
 
 class Error(Exception):
     """A failed call: .code (gRPC status code), .code_name, .details."""
@@ -63,6 +67,10 @@ class Result(Buffer):
     def release(self) -> None: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
+class PendingCall:
+    """An asynchronous call in flight (Client._start_*)."""
+    def cancel(self) -> None: ...
+
 class Client:
     __dict__: dict[str, Any]
     def __init__(
@@ -113,6 +121,36 @@ class Client:
     ) -> list[dict[str, Any]]: ...
     def server_info(self, *, timeout: float | None = None) -> dict[str, Any]: ...
     def health(self, service: str = "", *, timeout: float | None = None) -> bool: ...
+    def _start_scale_shift(
+        self,
+        done: _Done,
+        dtype: int,
+        shape: tuple[int, ...],
+        data: Buffer,
+        alpha: float,
+        beta: float,
+        device: str | None = None,
+        timeout: float | None = None,
+        /,
+    ) -> PendingCall: ...
+    def _start_call(
+        self,
+        done: _Done,
+        op: str,
+        arguments: list[tuple[str, int, Any]],
+        device: str | None = None,
+        timeout: float | None = None,
+        /,
+    ) -> PendingCall: ...
+    def _start_server_info(
+        self, done: _Done, timeout: float | None = None, /
+    ) -> PendingCall: ...
+    def _start_list_operators(
+        self, done: _Done, timeout: float | None = None, /
+    ) -> PendingCall: ...
+    def _start_health(
+        self, done: _Done, service: str, timeout: float | None = None, /
+    ) -> PendingCall: ...
     def close(self) -> None: ...
 
 def _raise_status(code: int, message: str, /) -> None: ...

@@ -148,9 +148,11 @@ class Client:
         awaits its completion; cancelling the awaiting task cancels it."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        pending = start(
-            functools.partial(loop.call_soon_threadsafe, self._settle, future),
-            *args)
+        # done(value, error), called on a gRPC thread: a partial, so that
+        # no Python frame runs there besides call_soon_threadsafe's.
+        schedule: Callable[..., object] = loop.call_soon_threadsafe
+        pending = start(functools.partial(schedule, self._settle, future),
+                        *args)
         self._in_flight[future] = pending
         try:
             return await future
