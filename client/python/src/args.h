@@ -9,10 +9,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
 #include "myops/client/options.h"
+#include "myops/client/results.h"
+#include "myops/client/value.h"
 
 namespace myops_python {
 
@@ -103,6 +106,23 @@ struct ScaleShiftArgs {
  * C-contiguous buffer and two numbers, as _scale_shift and
  * _start_scale_shift take them. -1 with TypeError/ValueError otherwise. */
 int parse_scale_shift_args(PyObject *const *args, ScaleShiftArgs *out);
+
+/* Arguments of one generic call: the C++ values and the buffers they borrow.
+ * The buffers are released (GIL held) when this is destroyed. */
+struct CallArguments {
+    std::deque<BufferHolder> buffers;
+    std::vector<mc::Value> args;
+    std::vector<mc::NamedArg> kwargs;
+};
+
+/* The arguments list of _call and _start_call: (name, field, payload)
+ * triples, positional ones ("" names) first (call.cc). -1 with
+ * TypeError/ValueError naming the argument otherwise. */
+int parse_call_arguments(PyObject *arguments, CallArguments *call);
+
+/* _call's (outputs, timing) of `result`, its tensors moved out as Results
+ * (call.cc). */
+PyObject *call_result_of(ModuleState *state, mc::CallResult &&result);
 
 }  // namespace myops_python
 

@@ -1,16 +1,17 @@
 /* Asynchronous calls of myops_client._core.Client (see async_call.h): the
  * Completion that hands a result from a gRPC thread to Python, the
  * PendingCall type (cancel()), and the _start_scale_shift,
- * _start_server_info, _start_list_operators and _start_health methods
- * (_start_call is in call.cc).
+ * _start_call, _start_server_info, _start_list_operators and _start_health
+ * methods.
  *
  * From a thread that is not Python's, the interpreter is entered with a
  * thread state of its own interpreter (PyThreadState_New), not
  * PyGILState_Ensure, which only knows the main interpreter; a thread that
  * already has a state of it (the thread cancelling a call, whose callback
- * gRPC may run inline) re-enters with PyGILState_Ensure. A completion during
- * interpreter finalization is dropped (leaking its references): entering a
- * finalizing interpreter would end the gRPC thread.
+ * gRPC may run inline) re-enters with PyGILState_Ensure. Completions enter
+ * through the module's EntryGate, closed at exit: one after that is dropped
+ * (leaking its references), since entering a finalizing interpreter would
+ * end the gRPC thread with pthread_exit.
  */
 #include "async_call.h"
 
@@ -55,12 +56,42 @@ fetch_exception()
 
 }  // namespace
 
+bool
+EntryGate::Enter()
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) {
+        return false;
+    }
+    ++inside_;
+    return true;
+}
+
+void
+EntryGate::Leave()
+{
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--inside_ == 0) {
+        left_.notify_all();
+    }
+}
+
+void
+EntryGate::Close()
+{
+    GilRelease nogil; /* those inside may be waiting for the GIL */
+    std::unique_lock<std::mutex> lock(mu_);
+    closed_ = true;
+    left_.wait(lock, [this] { return inside_ == 0; });
+}
+
 Completion::Completion(PyObject *done, PyTypeObject *type)
     : interp_(PyInterpreterState_Get()),
       starter_(std::this_thread::get_id()),
       done_(Py_NewRef(done)),
       type_(reinterpret_cast<PyTypeObject *>(
-          Py_NewRef(reinterpret_cast<PyObject *>(type))))
+          Py_NewRef(reinterpret_cast<PyObject *>(type)))),
+      gate_(*static_cast<ModuleState *>(PyType_GetModuleState(type))->gate)
 {
 }
 
@@ -71,24 +102,23 @@ Completion::Complete(Make make)
         deferred_ = std::move(make); /* EndStart delivers it */
         return;
     }
-    if (finalizing()) {
-        return;
+    if (!gate_->Enter()) {
+        return; /* at exit */
     }
     PyThreadState *known = PyGILState_GetThisThreadState();
+    PyThreadState *state = NULL;
     if (known != NULL && PyThreadState_GetInterpreter(known) == interp_) {
         PyGILState_STATE gil = PyGILState_Ensure();
         Deliver(make);
         PyGILState_Release(gil);
-        return;
     }
-    PyThreadState *state = PyThreadState_New(interp_);
-    if (state == NULL) {
-        return; /* out of memory: nothing can be reported */
+    else if (!finalizing() && (state = PyThreadState_New(interp_)) != NULL) {
+        PyEval_RestoreThread(state);
+        Deliver(make);
+        PyThreadState_Clear(state);
+        PyThreadState_DeleteCurrent();
     }
-    PyEval_RestoreThread(state);
-    Deliver(make);
-    PyThreadState_Clear(state);
-    PyThreadState_DeleteCurrent();
+    gate_->Leave();
 }
 
 void
@@ -368,6 +398,51 @@ client_start_health(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         return start_pending(op, args[0], [&](std::shared_ptr<Completion> c) {
             return client->HealthAsync(
                 service, completion_callback<bool>(c, bool_of), call);
+        });
+    });
+}
+
+/* _start_call(done, op, arguments, device=None, timeout=None, /). */
+PyObject *
+client_start_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < 3 ||
+            nargs > 5) {
+            PyErr_Format(PyExc_TypeError,
+                         "_start_call() takes 3 to 5 positional arguments "
+                         "(done, op, arguments[, device[, timeout]]), got "
+                         "%zd positional and %zd keyword",
+                         nargs,
+                         kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+            return NULL;
+        }
+        std::string name;
+        CallArguments arguments; /* the C++ client copies them at start */
+        mc::CallOptions call;
+        std::shared_ptr<mc::Client> client;
+        if (!PyUnicode_Check(args[1])) {
+            PyErr_Format(PyExc_TypeError, "op must be a str, not %.200s",
+                         Py_TYPE(args[1])->tp_name);
+            return NULL;
+        }
+        Py_ssize_t size;
+        const char *text = PyUnicode_AsUTF8AndSize(args[1], &size);
+        if (text == NULL) {
+            return NULL;
+        }
+        name.assign(text, static_cast<size_t>(size));
+        if (parse_call_arguments(args[2], &arguments) < 0 ||
+            client_call_setup(op, nargs > 4 ? args[4] : NULL,
+                              nargs > 3 ? args[3] : NULL, &call,
+                              &client) < 0) {
+            return NULL;
+        }
+        return start_pending(op, args[0], [&](std::shared_ptr<Completion> c) {
+            return client->CallAsync(
+                name, arguments.args, arguments.kwargs,
+                completion_callback<mc::CallResult>(c, call_result_of), call);
         });
     });
 }

@@ -55,6 +55,7 @@ private:
     Make deferred_; /* only touched by the starting thread */
     PyObject *done_;
     PyTypeObject *type_;
+    std::shared_ptr<EntryGate> gate_;
 };
 
 /* The C++ callback of a call whose result becomes done's value through

@@ -1,6 +1,7 @@
-/* Client._call() and _start_call() of myops_client._core: the generic call
- * of any served operator, blocking and asynchronous (async_call.h; the
- * listing, Client.list_operators(), is in server_info.cc).
+/* Client._call() of myops_client._core: the generic call of any served
+ * operator, and the argument and result conversions it shares with
+ * _start_call (async_call.cc; the listing, Client.list_operators(), is in
+ * server_info.cc).
  *
  * _call takes the arguments in the wire form the Python layer
  * (myops_client/_values.py) makes of them: a list of (name, field, payload)
@@ -12,7 +13,6 @@
  * bytes (moved out of the response, no copy).
  */
 #include "args.h"
-#include "async_call.h"
 #include "module.h"
 
 #include <cstdint>
@@ -84,14 +84,6 @@ parse_dtype(PyObject *value, mc::DType *out)
     *out = static_cast<mc::DType>(code);
     return 0;
 }
-
-/* Arguments of one call: the C++ values and the buffers they borrow. The
- * buffers are released (GIL held) when this is destroyed. */
-struct CallArguments {
-    std::deque<BufferHolder> buffers;
-    std::vector<mc::Value> args;
-    std::vector<mc::NamedArg> kwargs;
-};
 
 /* A (dtype_code, shape, buffer) triple as a view of the exported buffer. */
 int
@@ -239,62 +231,6 @@ parse_value(long field, PyObject *payload, CallArguments *call, mc::Value *out)
     return rc;
 }
 
-/* The arguments list of _call: (name, field, payload) triples, positional
- * ones ("" names) first. */
-int
-parse_arguments(PyObject *arguments, CallArguments *call)
-{
-    PyObject *items = items_of(arguments, "arguments");
-    if (items == NULL) {
-        return -1;
-    }
-    int rc = 0;
-    const Py_ssize_t n = PyTuple_GET_SIZE(items);
-    for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-        PyObject *item = PyTuple_GET_ITEM(items, i);
-        PyObject *name_obj, *payload;
-        long field;
-        if (!PyTuple_Check(item) ||
-            !PyArg_ParseTuple(item, "UlO:argument", &name_obj, &field,
-                              &payload)) {
-            if (!PyErr_Occurred()) {
-                PyErr_Format(PyExc_TypeError,
-                             "arguments[%zd] must be a (name, field, payload) "
-                             "tuple, not %.200s",
-                             i, Py_TYPE(item)->tp_name);
-            }
-            rc = -1;
-            break;
-        }
-        std::string name;
-        mc::Value value;
-        rc = parse_str(name_obj, "an argument's name", &name) < 0 ||
-                     parse_value(field, payload, call, &value) < 0
-                 ? -1
-                 : 0;
-        if (rc < 0) {
-            break;
-        }
-        if (name.empty()) {
-            if (!call->kwargs.empty()) {
-                PyErr_Format(PyExc_ValueError,
-                             "arguments[%zd]: a positional argument after "
-                             "keyword arguments",
-                             i);
-                rc = -1;
-                break;
-            }
-            call->args.push_back(std::move(value));
-        }
-        else {
-            call->kwargs.push_back(
-                mc::NamedArg{std::move(name), std::move(value)});
-        }
-    }
-    Py_DECREF(items);
-    return rc;
-}
-
 /* A new Result owning `tensor` (moved). */
 PyObject *
 result_of(ModuleState *state, mc::Tensor &&tensor, const mc::Timing &timing)
@@ -375,7 +311,64 @@ output_of(ModuleState *state, mc::Value &value, const mc::Timing &timing)
     return items == NULL ? NULL : Py_BuildValue("(lN)", field, items);
 }
 
-/* _call's (outputs, timing) of `result`, its tensors moved out. */
+}  // namespace
+
+/* The arguments list of _call: (name, field, payload) triples, positional
+ * ones ("" names) first. */
+int
+parse_call_arguments(PyObject *arguments, CallArguments *call)
+{
+    PyObject *items = items_of(arguments, "arguments");
+    if (items == NULL) {
+        return -1;
+    }
+    int rc = 0;
+    const Py_ssize_t n = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        PyObject *name_obj, *payload;
+        long field;
+        if (!PyTuple_Check(item) ||
+            !PyArg_ParseTuple(item, "UlO:argument", &name_obj, &field,
+                              &payload)) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_TypeError,
+                             "arguments[%zd] must be a (name, field, payload) "
+                             "tuple, not %.200s",
+                             i, Py_TYPE(item)->tp_name);
+            }
+            rc = -1;
+            break;
+        }
+        std::string name;
+        mc::Value value;
+        rc = parse_str(name_obj, "an argument's name", &name) < 0 ||
+                     parse_value(field, payload, call, &value) < 0
+                 ? -1
+                 : 0;
+        if (rc < 0) {
+            break;
+        }
+        if (name.empty()) {
+            if (!call->kwargs.empty()) {
+                PyErr_Format(PyExc_ValueError,
+                             "arguments[%zd]: a positional argument after "
+                             "keyword arguments",
+                             i);
+                rc = -1;
+                break;
+            }
+            call->args.push_back(std::move(value));
+        }
+        else {
+            call->kwargs.push_back(
+                mc::NamedArg{std::move(name), std::move(value)});
+        }
+    }
+    Py_DECREF(items);
+    return rc;
+}
+
 PyObject *
 call_result_of(ModuleState *state, mc::CallResult &&result)
 {
@@ -394,8 +387,6 @@ call_result_of(ModuleState *state, mc::CallResult &&result)
     }
     return Py_BuildValue("(NN)", outputs, timing_from(state, result.timing));
 }
-
-}  // namespace
 
 PyObject *
 client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
@@ -419,7 +410,7 @@ client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         /* Declared before the call so that the buffers it borrows are
          * released after it, with the GIL held. */
         CallArguments arguments;
-        if (parse_arguments(args[1], &arguments) < 0) {
+        if (parse_call_arguments(args[1], &arguments) < 0) {
             return NULL;
         }
         mc::CallOptions call;
@@ -443,40 +434,6 @@ client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
             return set_status_error(state, result.status());
         }
         return call_result_of(state, *std::move(result));
-    });
-}
-
-PyObject *
-client_start_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
-                  PyObject *kwnames)
-{
-    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
-        if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < 3 ||
-            nargs > 5) {
-            PyErr_Format(PyExc_TypeError,
-                         "_start_call() takes 3 to 5 positional arguments "
-                         "(done, op, arguments[, device[, timeout]]), got "
-                         "%zd positional and %zd keyword",
-                         nargs,
-                         kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
-            return NULL;
-        }
-        std::string name;
-        CallArguments arguments; /* the C++ client copies them at start */
-        mc::CallOptions call;
-        std::shared_ptr<mc::Client> client;
-        if (parse_str(args[1], "op", &name) < 0 ||
-            parse_arguments(args[2], &arguments) < 0 ||
-            client_call_setup(op, nargs > 4 ? args[4] : NULL,
-                              nargs > 3 ? args[3] : NULL, &call,
-                              &client) < 0) {
-            return NULL;
-        }
-        return start_pending(op, args[0], [&](std::shared_ptr<Completion> c) {
-            return client->CallAsync(
-                name, arguments.args, arguments.kwargs,
-                completion_callback<mc::CallResult>(c, call_result_of), call);
-        });
     });
 }
 

@@ -163,6 +163,23 @@ module_exec(PyObject *module)
                 return -1;
             }
         }
+        state->gate =
+            new std::shared_ptr<EntryGate>(std::make_shared<EntryGate>());
+        /* Completions stop entering before the interpreter finalizes. */
+        PyObject *atexit = PyImport_ImportModule("atexit");
+        PyObject *close = atexit == NULL
+                              ? NULL
+                              : PyObject_GetAttrString(module, "_close_gate");
+        PyObject *registered =
+            close == NULL
+                ? NULL
+                : PyObject_CallMethod(atexit, "register", "O", close);
+        Py_XDECREF(atexit);
+        Py_XDECREF(close);
+        if (registered == NULL) {
+            return -1;
+        }
+        Py_DECREF(registered);
         PyObject *dtypes = new_dtype_table();
         if (dtypes == NULL) {
             return -1;
@@ -205,6 +222,25 @@ void
 module_free(void *module)
 {
     (void)module_clear(static_cast<PyObject *>(module));
+    ModuleState *state = static_cast<ModuleState *>(
+        PyModule_GetState(static_cast<PyObject *>(module)));
+    delete state->gate;
+    state->gate = NULL;
+}
+
+/* _close_gate(): closes the completions' EntryGate (registered with atexit
+ * by module exec). */
+PyObject *
+close_gate(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
+        ModuleState *state =
+            static_cast<ModuleState *>(PyModule_GetState(module));
+        if (state->gate != NULL) {
+            (*state->gate)->Close();
+        }
+        Py_RETURN_NONE;
+    });
 }
 
 /* _raise_status(code, message): raises what a call failing with that gRPC
@@ -240,6 +276,9 @@ raise_status(PyObject *module, PyObject *args)
 }
 
 PyMethodDef module_methods[] = {
+    {"_close_gate", close_gate, METH_NOARGS,
+     PyDoc_STR("_close_gate()\n--\n\n"
+               "Drop asynchronous completions from now on (at exit).")},
     {"_raise_status", raise_status, METH_VARARGS,
      PyDoc_STR("_raise_status(code, message)\n--\n\n"
                "Raise the exception of a call that failed with this gRPC "

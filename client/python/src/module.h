@@ -9,8 +9,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <condition_variable>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <utility>
 #include <vector>
@@ -28,6 +30,28 @@ namespace myops_python {
 /* Number of google.rpc.Code values: OK (0) .. UNAUTHENTICATED (16). */
 constexpr int kNumStatusCodes = 17;
 
+/* The door through which asynchronous completions (async_call.cc) enter
+ * the interpreter from gRPC threads. Closed at interpreter exit (an atexit
+ * callback, before finalization starts), after which completions are
+ * dropped: a thread entering a finalizing interpreter is ended by
+ * pthread_exit, which aborts the process when the thread is gRPC's. Close()
+ * waits, without the GIL, for the completions already inside to leave.
+ * Thread-safe. */
+class EntryGate {
+public:
+    /* false when closed (then do not enter, and do not call Leave). */
+    bool Enter();
+    void Leave();
+    /* Needs the GIL; releases it while waiting. */
+    void Close();
+
+private:
+    std::mutex mu_;
+    std::condition_variable left_;
+    int inside_ = 0;      /* guarded by mu_ */
+    bool closed_ = false; /* guarded by mu_ */
+};
+
 /* Per-module state (PEP 573/630): everything the module's objects need,
  * owned by the module object. Heap types find it with find_state(). */
 struct ModuleState {
@@ -35,6 +59,9 @@ struct ModuleState {
     PyTypeObject *result_type;
     PyTypeObject *timing_type;
     PyTypeObject *pending_type; /* PendingCall (async_call.cc) */
+    /* Completions' entry; owned (allocated in module exec, freed in
+     * module free), shared with the completions in flight. */
+    std::shared_ptr<EntryGate> *gate;
     /* myops_client.Error and its subclasses, by status code. errors[0] is
      * the base class Error (OK never raises). */
     PyObject *errors[kNumStatusCodes];

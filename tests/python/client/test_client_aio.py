@@ -18,7 +18,6 @@ import pytest
 
 import myops_client
 import myops_client.aio
-from client_helpers import BUILD
 
 PEER = pathlib.Path(__file__).with_name("call_peer.py")
 
@@ -300,7 +299,9 @@ def test_exit_with_calls_in_flight_and_no_close(silent_server):
         asyncio.run(main())
         print("exited main")
     """)
-    env = {**os.environ, "PYTHONPATH": str(BUILD / "python")}
+    # The myops_client these tests import (the build tree's, or an installed one).
+    package_root = pathlib.Path(myops_client.__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(package_root)}
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True,
                               text=True, timeout=60, env=env)
     assert finished.returncode == 0, finished.stderr
