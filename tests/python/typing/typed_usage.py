@@ -1,6 +1,6 @@
-"""A user's script over every public call of myops_client, for `mypy --strict`
-(test_typing.py). Never run: only its types are checked, so each line states what
-a caller may rely on (return types, exception classes, option names)."""
+"""A user's script over every public call of myops_client and myops_client.aio, for
+`mypy --strict` (test_typing.py). Never run: only its types are checked, so each line
+states what a caller may rely on (return types, exception classes, option names)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 import myops_client
+import myops_client.aio
 from myops_client import Client, Error, Result, Timing
 
 
@@ -47,4 +48,27 @@ def use(target: str) -> float:
         del details
     version: str = myops_client.__version__
     del version
+    return float(y.sum() + z.sum()) + total
+
+
+async def use_aio(target: str) -> float:
+    """The asyncio client's calls, awaited (myops_client.aio)."""
+    x: npt.NDArray[np.float32] = np.ones(4, dtype=np.float32)
+    async with myops_client.aio.Client(target, timeout=5.0, retries=1) as c:
+        y: npt.NDArray[np.float32] = await c.scale_shift(x, 2.0, 1.0)
+        z, timing = await c.scale_shift(x, 2.0, 1.0, device="cpu", timeout=1.0,
+                                        return_timing=True)
+        total: int = timing.total_ns
+        info: dict[str, object] = await c.server_info(timeout=1.0)
+        serving: bool = await c.health() and await c.health("", timeout=1.0)
+        names: list[str] = [op["name"] for op in await c.list_operators()]
+        out = await c.call("myops::scale_shift", x, 2.0, beta=1.0)
+        out2 = await c.ops.myops.scale_shift(x, 2.0, 1.0)
+        view: myops_client.aio.CallView = c.with_options(device="cpu", return_timing=True)
+        out3 = await view.call("myops::scale_shift", x, alpha=2.0, beta=1.0)
+        await c.refresh_operators()
+        c.timeout = 2.0
+        closed: bool = c.closed
+        del out, out2, out3, info, names, serving, closed
+    await c.close()
     return float(y.sum() + z.sum()) + total
