@@ -101,7 +101,7 @@ set -e
 echo "loadtest bearer token OK"
 
 # myops-latency interleaves ScaleShift, the generic Call of the same op, KServe ModelInfer
-# and the echo floor (bench/call_vs_scale_shift.sh, bench/kserve_vs_scale_shift.sh): every
+# and the echo floor (bench/kserve_vs_scale_shift.sh): every
 # target reports a p50 at every size.
 "$latency" --target "scale_shift=$myops" --call-target "call=$myops" --target "echo=$echo_addr" \
   --kserve-target "kserve=$myops" \

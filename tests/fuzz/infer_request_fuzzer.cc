@@ -9,6 +9,7 @@
 // tensor holds numel * itemsize bytes.
 #include <string>
 
+#include "fuzz_op.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "kserve_codec.h"
 #include "myops/wire/call_wire.h"
@@ -17,28 +18,16 @@
 namespace {
 
 using myops::fuzz::Fail;
-using myops::server::ArgInfo;
 using myops::server::ArgKind;
 
-ArgInfo Arg(const char* name, ArgKind kind) {
-  ArgInfo a;
-  a.name = name;
-  a.type = myops::server::ArgKindName(kind);
-  a.kind = kind;
-  return a;
-}
-
 const myops::server::OpInfo& Op() {
-  static const myops::server::OpInfo op = [] {
-    myops::server::OpInfo o;
-    o.name = "fuzz::op";
-    o.served = true;
-    o.args = {Arg("x", ArgKind::kTensor), Arg("alpha", ArgKind::kFloat),
-              Arg("sizes", ArgKind::kIntList), Arg("xs", ArgKind::kTensorList),
-              Arg("text", ArgKind::kString)};
-    o.returns = {Arg("", ArgKind::kTensor), Arg("parts", ArgKind::kTensorList)};
-    return o;
-  }();
+  static const myops::server::OpInfo op =
+      myops::fuzz::FuzzOp({{"x", ArgKind::kTensor},
+                           {"alpha", ArgKind::kFloat},
+                           {"sizes", ArgKind::kIntList},
+                           {"xs", ArgKind::kTensorList},
+                           {"text", ArgKind::kString}},
+                          {{"", ArgKind::kTensor}, {"parts", ArgKind::kTensorList}});
   return op;
 }
 
@@ -65,8 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   const size_t reserved = 2 * size + 8 * *packed + 64 * myops::wire::kMaxHeadBytes;
   if (request.SpaceUsedLong() > reserved) Fail("the parsed request outgrows its bound");
   myops::server::kserve::Scratch scratch;
-  auto args = myops::server::kserve::DecodeInferInputs(Op(), request,
-                                                       myops::server::TensorLimits{}, &scratch);
+  auto args = myops::server::kserve::DecodeInferInputs(Op(), request, myops::server::TensorLimits{},
+                                                       &scratch);
   if (!args.ok()) {
     if (args.status().code() != absl::StatusCode::kInvalidArgument) Fail("the decode's code");
     return 0;

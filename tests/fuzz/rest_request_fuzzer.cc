@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fuzz_op.h"
 #include "kserve_json.h"
 
 namespace {
@@ -24,27 +25,15 @@ namespace {
 }
 
 namespace k = myops::server::kserve;
-using myops::server::ArgInfo;
 using myops::server::ArgKind;
 
-ArgInfo Arg(const char* name, ArgKind kind) {
-  ArgInfo a;
-  a.name = name;
-  a.type = myops::server::ArgKindName(kind);
-  a.kind = kind;
-  return a;
-}
-
 const myops::server::OpInfo& Op() {
-  static const myops::server::OpInfo op = [] {
-    myops::server::OpInfo o;
-    o.name = "fuzz::op";
-    o.args = {Arg("x", ArgKind::kTensor), Arg("alpha", ArgKind::kFloat),
-              Arg("sizes", ArgKind::kIntList), Arg("dtype", ArgKind::kScalarType),
-              Arg("text", ArgKind::kString)};
-    o.returns = {Arg("", ArgKind::kTensor)};
-    return o;
-  }();
+  static const myops::server::OpInfo op = myops::fuzz::FuzzOp({{"x", ArgKind::kTensor},
+                                                               {"alpha", ArgKind::kFloat},
+                                                               {"sizes", ArgKind::kIntList},
+                                                               {"dtype", ArgKind::kScalarType},
+                                                               {"text", ArgKind::kString}},
+                                                              {{"", ArgKind::kTensor}});
   return op;
 }
 
