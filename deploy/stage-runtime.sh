@@ -10,10 +10,12 @@ mkdir -p "$dest/bin" "$dest/lib"
 install -m 755 "$build/server/myops-server" "$build/client/cpp/myops-cli" \
   "$build/bench/loadtest/myops-loadtest" "$dest/bin/"
 
-# The build has no RPATH (CMAKE_SKIP_RPATH): point ldd at libmyops, the torch wheel and,
-# in a CUDA build, the toolkit's libcudart that CMake linked.
+# The build has no RPATH (CMAKE_SKIP_RPATH): point ldd at libmyops, the server's OpenSSL
+# shims for civetweb (libssl.so, libcrypto.so: they must win over the builder's OpenSSL
+# dev links of the same names; server/CMakeLists.txt says why), the torch wheel and, in a
+# CUDA build, the toolkit's libcudart that CMake linked.
 torch_lib=$("$MYOPS_VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__) + "/lib")')
-export LD_LIBRARY_PATH="$build/python/myops:$torch_lib:${CUDA_HOME:-/usr/local/cuda}/lib64"
+export LD_LIBRARY_PATH="$build/server/civetweb_tls:$build/python/myops:$torch_lib:${CUDA_HOME:-/usr/local/cuda}/lib64"
 deps=$(ldd "$dest"/bin/*)
 # dlopen()ed, so invisible to ldd (CUDA builds): torch's NVRTC stub, and NVRTC's builtins.
 if grep -q '^\s*libtorch_cuda\.so ' <<<"$deps"; then
