@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -173,15 +174,18 @@ class LoadRun final {
     }
   }
 
-  void StreamWorker(int index) {
-    Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
+  // One stream session at a time per worker, reopened when it fails (the failure counted):
+  // `open(call)` opens one, `exchange(session)` sends a request and receives its result
+  // (the stream's own failure as a non-OK status), `record(collector, ns, result)` counts it.
+  template <typename Open, typename Exchange, typename RecordResult>
+  void StreamLoop(const Open& open, const Exchange& exchange, const RecordResult& record) {
     auto call = Call();
     call.deadline = std::chrono::hours(24);  // a session's deadline covers the whole run
-    std::unique_ptr<myops::client::StreamSession> session;
+    std::decay_t<decltype(open(call).value())> session;
     while (!stop_.load(std::memory_order_relaxed)) {
       auto collector = std::atomic_load(&active_);
       if (!session) {
-        auto opened = client.OpenStream(call);
+        auto opened = open(call);
         if (!opened.ok()) {
           collector->Error(opened.status());
           std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -190,20 +194,30 @@ class LoadRun final {
         session = std::move(*opened);
       }
       const auto t0 = Clock::now();
-      auto id = session->Send(payload_.input.view(), 2.0, 1.0);
-      absl::StatusOr<myops::client::StreamResult> r =
-          id.ok() ? session->Receive() : absl::StatusOr<myops::client::StreamResult>(id.status());
+      auto r = exchange(*session);
       const int64_t ns = Nanos(Clock::now() - t0);
       if (!r.ok()) {  // the stream itself failed: count it and open a new one
         collector->Error(r.status());
         session.reset();
-      } else if (!r->result.ok()) {
-        collector->Error(r->result.status());
       } else {
-        collector->Ok(ns, r->result->timing, payload_.bytes_per_request);
+        record(*collector, ns, r->result);
       }
     }
     if (session) (void)session->Close();
+  }
+
+  void StreamWorker(int index) {
+    Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
+    StreamLoop([&](const myops::client::CallOptions& call) { return client.OpenStream(call); },
+               [&](myops::client::StreamSession& session) {
+                 auto id = session.Send(payload_.input.view(), 2.0, 1.0);
+                 return id.ok() ? session.Receive()
+                                : absl::StatusOr<myops::client::StreamResult>(id.status());
+               },
+               [&](Collector& collector, int64_t ns, const auto& result) {
+                 result.ok() ? collector.Ok(ns, result->timing, payload_.bytes_per_request)
+                             : collector.Error(result.status());
+               });
   }
 
   // --op: generic Calls, their outputs' bytes counted with the arguments'.
@@ -228,34 +242,15 @@ class LoadRun final {
   void CallStreamWorker(int index) {
     Client& client = *clients_[static_cast<size_t>(index) % clients_.size()];
     const myops::cli::CallArgs& args = *spec_.op_values;
-    auto call = Call();
-    call.deadline = std::chrono::hours(24);  // a session's deadline covers the whole run
-    std::unique_ptr<myops::client::CallStreamSession> session;
-    while (!stop_.load(std::memory_order_relaxed)) {
-      auto collector = std::atomic_load(&active_);
-      if (!session) {
-        auto opened = client.OpenCallStream(call);
-        if (!opened.ok()) {
-          collector->Error(opened.status());
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          continue;
-        }
-        session = std::move(*opened);
-      }
-      const auto t0 = Clock::now();
-      auto id = session->Send(spec_.op, args.positional, args.named);
-      absl::StatusOr<myops::client::CallStreamResult> r =
-          id.ok() ? session->Receive()
-                  : absl::StatusOr<myops::client::CallStreamResult>(id.status());
-      const int64_t ns = Nanos(Clock::now() - t0);
-      if (!r.ok()) {  // the stream itself failed: count it and open a new one
-        collector->Error(r.status());
-        session.reset();
-      } else {
-        Record(*collector, ns, r->result);
-      }
-    }
-    if (session) (void)session->Close();
+    StreamLoop([&](const myops::client::CallOptions& call) { return client.OpenCallStream(call); },
+               [&](myops::client::CallStreamSession& session) {
+                 auto id = session.Send(spec_.op, args.positional, args.named);
+                 return id.ok() ? session.Receive()
+                                : absl::StatusOr<myops::client::CallStreamResult>(id.status());
+               },
+               [&](Collector& collector, int64_t ns, const auto& result) {
+                 Record(collector, ns, result);
+               });
   }
 
   // Sends at the target rate; each latency counts from the intended send time.
