@@ -206,7 +206,9 @@ grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::T
 int64_t ResultBytes(const OpCall& call) {
   int64_t n = 0;
   for (const server::Value& v : call.results) {
-    n += v.tensor.bytes;
+    // A result computed into the client's region (OpCall::result_buffer) holds no memory
+    // of the server's and travels in no message.
+    if (v.tensor.data == nullptr || v.tensor.data != call.result_buffer.data) n += v.tensor.bytes;
     for (const TensorView& t : v.tensor_list) n += t.bytes;
   }
   return n;

@@ -140,6 +140,22 @@ ParseResult ParseCommandLine(int argc, char** argv) {
                      "Open Inference Protocol (KServe v2) HTTP/REST on HOST:PORT (port 0: any "
                      "free port), with the TLS and token of gRPC; empty: off"),
       "MYOPS_HTTP_ADDRESS");
+  env(app.add_flag("--allow-shared-memory", s.shared_memory.allow,
+                   "Accept system shared memory (Triton's SystemSharedMemory* RPCs; tensors "
+                   "named by region instead of sent): for clients on this host. Any client "
+                   "that may call the server can then map POSIX shared memory objects this "
+                   "process can open: allow it only with a token, or on a port only trusted "
+                   "clients reach"),
+      "MYOPS_ALLOW_SHARED_MEMORY");
+  env(app.add_option("--shared-memory-max-regions", s.shared_memory.limits.max_regions,
+                     "Shared memory regions registered at once, at most")
+          ->check(CLI::Range(1, 1 << 20)),
+      "MYOPS_SHARED_MEMORY_MAX_REGIONS");
+  env(app.add_option("--shared-memory-max-bytes", s.shared_memory.limits.max_total_bytes,
+                     "Bytes of all registered regions together, at most (mapped, not "
+                     "allocated: the clients' memory)")
+          ->check(CLI::PositiveNumber),
+      "MYOPS_SHARED_MEMORY_MAX_BYTES");
   env(app.add_option("--metrics-address", s.metrics_address,
                      "Prometheus metrics (GET /metrics) on HOST:PORT; empty: off"),
       "MYOPS_METRICS_ADDRESS");

@@ -22,7 +22,7 @@ class CpuRunner final : public DeviceRunner {
             .count();
   }
 
-  void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) override {
+  void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) override {
     const auto t0 = std::chrono::steady_clock::now();
     RunBoxed(op, call, c10::Device(c10::kCPU));
     *compute_ns =

@@ -61,7 +61,7 @@ class CudaRunner final : public DeviceRunner {
 
   // Generic calls: arguments copied to the device and results back on this worker's
   // stream (RunBoxed), timed by the wall clock up to the stream's synchronization.
-  void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) override {
+  void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) override {
     const c10::cuda::CUDAGuard device_guard(index_);
     const c10::cuda::CUDAStreamGuard stream_guard(stream_);
     const auto start = std::chrono::steady_clock::now();

@@ -130,9 +130,11 @@ struct OutputTensor {
   const Datatype* type = nullptr;  // nullptr: BYTES
   std::vector<int64_t> shape;
   size_t result = 0;
-  int element = -1;  // of a Tensor[] result
-  size_t owner = 0;  // tensors: the index of their memory's owner in call.keep_alive
+  int element = -1;     // of a Tensor[] result
+  size_t owner = 0;     // tensors: the index of their memory's owner in call.keep_alive
+  size_t selected = 0;  // the index in `selected` (the request's outputs) it answers
   bool is_tensor = false;
+  bool in_shared_memory = false;  // written to the request's region: sent without bytes
   const void* tensor_data = nullptr;
   int64_t tensor_bytes = 0;
   std::string owned;

@@ -152,9 +152,13 @@ namespace {
 absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
                                                         const ModelInferRequest& request,
                                                         const OpCall& call,
-                                                        const std::vector<OutputRef>& selected) {
+                                                        const std::vector<OutputRef>& selected,
+                                                        const ShmOutputs& shm) {
   auto outputs = ResultOutputs(op, call, selected);
   if (!outputs.ok()) return outputs.status();
+  if (absl::Status written = WriteShmOutputs(selected, shm, &*outputs); !written.ok()) {
+    return written;
+  }
   ModelInferResponse head;
   head.set_model_name(request.model_name());
   head.set_model_version(kModelVersion);
@@ -165,7 +169,9 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
     out->set_name(o.name);
     out->set_datatype(o.datatype());
     for (int64_t d : o.shape) out->add_shape(d);
-    if (o.is_tensor) {
+    if (o.in_shared_memory) {
+      contents.emplace_back();  // keeps raw_output_contents indexed like outputs
+    } else if (o.is_tensor) {
       const Value& result = call.results[o.result];
       const TensorView& view =
           o.element < 0 ? result.tensor : result.tensor_list[static_cast<size_t>(o.element)];
@@ -187,8 +193,9 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
 absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
                                                      const ModelInferRequest& request,
                                                      const OpCall& call,
-                                                     const std::vector<OutputRef>& selected) {
-  auto writer = InferResponseWriter(op, request, call, selected);
+                                                     const std::vector<OutputRef>& selected,
+                                                     const ShmOutputs& shm) {
+  auto writer = InferResponseWriter(op, request, call, selected, shm);
   if (!writer.ok()) return writer.status();
   return writer->Finish();
 }
@@ -196,8 +203,9 @@ absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
 absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(const OpInfo& op,
                                                            const ModelInferRequest& request,
                                                            const OpCall& call,
-                                                           const std::vector<OutputRef>& selected) {
-  auto writer = InferResponseWriter(op, request, call, selected);
+                                                           const std::vector<OutputRef>& selected,
+                                                           const ShmOutputs& shm) {
+  auto writer = InferResponseWriter(op, request, call, selected, shm);
   if (!writer.ok()) return writer.status();
   wire::MessageWriter out;
   out.AppendMessage(inference::ModelStreamInferResponse::kInferResponseFieldNumber,

@@ -48,6 +48,7 @@
 #include "codec.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "kserve_args.h"
+#include "kserve_shm.h"
 #include "model_stats.h"
 #include "runtime/op_registry.h"
 #include "runtime/value.h"
@@ -84,28 +85,48 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
 // INVALID_ARGUMENT naming the input for an unknown datatype, one the argument cannot
 // take, contents that do not match the shape, both raw and typed contents, or a tensor
 // over `limits`.
+// Inputs in shared memory (kserve_shm.h) are views into their region, whose slices are
+// appended to `slices`, or copies reserved with `reserve`; `limits` does not bound their
+// size (their region does). UNIMPLEMENTED for one when `shm` is null (not allowed).
 absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
     const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
-    Scratch* scratch);
+    const SharedMemoryRegistry* shm, const ReserveFn& reserve,
+    std::vector<SharedMemorySlice>* slices, Scratch* scratch);
+// The same on a server without shared memory.
+inline absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
+    const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
+    Scratch* scratch) {
+  return DecodeInferInputs(op, request, limits, nullptr, {}, nullptr, scratch);
+}
 
 // The outputs the request names, in its order (kserve_args.h's SelectOutputs).
 absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
                                                      const inference::ModelInferRequest& request);
 
+// The regions of the request's outputs that name one (kserve_shm.h's OutputSlices);
+// UNIMPLEMENTED when one does and `shm` is null.
+absl::StatusOr<ShmOutputs> OutputSlices(const OpInfo& op,
+                                        const inference::ModelInferRequest& request,
+                                        const std::vector<OutputRef>& selected,
+                                        const SharedMemoryRegistry* shm);
+
 // ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} for
 // the results `selected` of `call` (ResultOutputs: None results left out, Tensor[]
 // results one output per element): tensors are sent from their own memory (kept alive by
-// call.keep_alive through the slices), not copied. Errors as ResultOutputs.
+// call.keep_alive through the slices), not copied. Outputs in `shm` are written there
+// (WriteShmOutputs) and sent as an empty raw_output_contents entry. Errors as
+// ResultOutputs and WriteShmOutputs.
 absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
                                                      const inference::ModelInferRequest& request,
                                                      const OpCall& call,
-                                                     const std::vector<OutputRef>& selected);
+                                                     const std::vector<OutputRef>& selected,
+                                                     const ShmOutputs& shm);
 
 // ModelStreamInferResponse{infer_response: EncodeInferResponse(...)}, tensors again
 // sent from their own memory.
 absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(
     const OpInfo& op, const inference::ModelInferRequest& request, const OpCall& call,
-    const std::vector<OutputRef>& selected);
+    const std::vector<OutputRef>& selected, const ShmOutputs& shm);
 
 // ModelStreamInferResponse{error_message: "CODE: message", infer_response: {model_name,
 // model_version, id}} for a failed stream request.

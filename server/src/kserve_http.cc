@@ -387,7 +387,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
     if (!outputs.ok()) {
       status = outputs.status();
     } else {
-      status = pipeline_->ReserveResponse(kserve::JsonResponseBytes(state.request, *outputs),
+      status = pipeline_->ReserveWorkingMemory(kserve::JsonResponseBytes(state.request, *outputs),
                                           &state.response_reservation);
       if (status.ok()) {
         response = kserve::EncodeInferResponseJson(state.op, state.request, *outputs);

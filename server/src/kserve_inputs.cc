@@ -3,6 +3,8 @@
 // kserve_args.h for the rules shared with the HTTP/REST binding).
 #include <grpcpp/support/proto_buffer_reader.h>
 
+#include <limits>
+
 #include "absl/strings/string_view.h"
 
 #include "absl/strings/str_cat.h"
@@ -13,8 +15,8 @@ namespace {
 
 using inference::ModelInferRequest;
 
-// Input `i` with its data (raw or typed contents), checked against its shape.
-absl::StatusOr<InputTensor> InputData(const ModelInferRequest& request, int i,
+// Input `i`'s name, datatype, shape and element count, checked against `limits`.
+absl::StatusOr<InputTensor> InputHead(const ModelInferRequest& request, int i,
                                       const std::string& field, const TensorLimits& limits) {
   const ModelInferRequest::InferInputTensor& in = request.inputs(i);
   InputTensor e;
@@ -26,20 +28,35 @@ absl::StatusOr<InputTensor> InputData(const ModelInferRequest& request, int i,
   auto numel = Elements(e.shape, e.type->size, field, limits);
   if (!numel.ok()) return numel.status();
   e.count = *numel;
+  return e;
+}
+
+// Input `i` with its data (raw_input_contents(raw), or typed contents), checked against
+// its shape. `raw_inputs`: how many inputs carry bytes (not shared memory): each has one
+// raw_input_contents entry, in order, when the request has any.
+absl::StatusOr<InputTensor> InputData(const ModelInferRequest& request, int i, int raw,
+                                      int raw_inputs, const std::string& field,
+                                      const TensorLimits& limits) {
+  const ModelInferRequest::InferInputTensor& in = request.inputs(i);
+  auto head = InputHead(request, i, field, limits);
+  if (!head.ok()) return head.status();
+  InputTensor e = *std::move(head);
   if (request.raw_input_contents_size() > 0) {
     if (in.has_contents()) {
       return absl::InvalidArgumentError(absl::StrCat(
           field,
           " has typed contents in a request with raw_input_contents (use one or the other)"));
     }
-    if (request.raw_input_contents_size() != request.inputs_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the request has ", request.raw_input_contents_size(), " raw_input_contents for ",
-          request.inputs_size(), " inputs (one per input, in the order of inputs)"));
+    if (request.raw_input_contents_size() != raw_inputs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the request has ", request.raw_input_contents_size(),
+                       " raw_input_contents for ", raw_inputs,
+                       " inputs not in shared memory (one per such input, in the order of "
+                       "inputs)"));
     }
-    const std::string& raw = request.raw_input_contents(i);
-    if (absl::Status s = CheckRawData(e, raw, field, "raw contents"); !s.ok()) return s;
-    e.data = raw.data();
+    const std::string& raw_bytes = request.raw_input_contents(raw);
+    if (absl::Status s = CheckRawData(e, raw_bytes, field, "raw contents"); !s.ok()) return s;
+    e.data = raw_bytes.data();
     e.stride = e.type->size;
     return e;
   }
@@ -112,6 +129,15 @@ Parameter ToParameter(const std::string& name, const inference::InferParameter& 
   return out;
 }
 
+// The protocol-neutral form of parameters `params`.
+std::vector<Parameter> ToParameters(
+    const google::protobuf::Map<std::string, inference::InferParameter>& params) {
+  std::vector<Parameter> out;
+  out.reserve(params.size());
+  for (const auto& [name, p] : params) out.push_back(ToParameter(name, p));
+  return out;
+}
+
 }  // namespace
 
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out) {
@@ -124,14 +150,44 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(const OpInfo& op,
-                                                          const ModelInferRequest& request,
-                                                          const TensorLimits& limits,
-                                                          Scratch* scratch) {
+absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
+    const OpInfo& op, const ModelInferRequest& request, const TensorLimits& limits,
+    const SharedMemoryRegistry* shm, const ReserveFn& reserve,
+    std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
+  // Which inputs are in shared memory (most requests: none, and no parameters).
+  std::vector<std::optional<ShmRef>> refs(static_cast<size_t>(request.inputs_size()));
+  int raw_inputs = request.inputs_size();
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    if (request.inputs(i).parameters().empty()) continue;
+    auto ref = FindShmRef(ToParameters(request.inputs(i).parameters()),
+                          InputField(request.inputs(i).name(), op.QualifiedName()), shm);
+    if (!ref.ok()) return ref.status();
+    if (ref->has_value()) --raw_inputs;
+    refs[static_cast<size_t>(i)] = *std::move(ref);
+  }
   std::vector<NamedValue> out;
+  int raw = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const std::string field = InputField(request.inputs(i).name(), op.QualifiedName());
-    auto in = InputData(request, i, field, limits);
+    absl::StatusOr<InputTensor> in;
+    if (const auto& ref = refs[static_cast<size_t>(i)]; ref.has_value()) {
+      // The region bounds it: the message and tensor limits are about received bytes.
+      TensorLimits in_region = limits;
+      in_region.max_elements = in_region.max_bytes = std::numeric_limits<int64_t>::max();
+      in = InputHead(request, i, field, in_region);
+      if (in.ok() && request.inputs(i).has_contents()) {
+        in = absl::InvalidArgumentError(
+            absl::StrCat(field, " has both contents and a shared memory region"));
+      }
+      if (in.ok()) {
+        if (absl::Status s = InputFromShm(*shm, op, *ref, field, reserve, &*in, slices, scratch);
+            !s.ok()) {
+          return s;
+        }
+      }
+    } else {
+      in = InputData(request, i, raw++, raw_inputs, field, limits);
+    }
     if (!in.ok()) return in.status();
     auto value = InputArgument(op, *in, scratch);
     if (!value.ok()) return value.status();
@@ -151,6 +207,27 @@ absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
   std::vector<std::string> names;
   for (const auto& wanted : request.outputs()) names.push_back(wanted.name());
   return SelectOutputs(op, names);
+}
+
+absl::StatusOr<ShmOutputs> OutputSlices(const OpInfo& op, const ModelInferRequest& request,
+                                        const std::vector<OutputRef>& selected,
+                                        const SharedMemoryRegistry* shm) {
+  std::vector<std::optional<ShmRef>> refs;
+  std::vector<std::string> fields;
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const auto& wanted = request.outputs(i);
+    if (wanted.parameters().empty()) continue;
+    std::string field = absl::StrCat("output '", wanted.name(), "' of model ", op.QualifiedName());
+    auto ref = FindShmRef(ToParameters(wanted.parameters()), field, shm);
+    if (!ref.ok()) return ref.status();
+    if (!ref->has_value()) continue;
+    refs.resize(static_cast<size_t>(request.outputs_size()));
+    fields.resize(refs.size());
+    refs[static_cast<size_t>(i)] = *std::move(ref);
+    fields[static_cast<size_t>(i)] = std::move(field);
+  }
+  if (refs.empty()) return ShmOutputs{};
+  return OutputSlices(*shm, op, selected, refs, fields);
 }
 
 }  // namespace myops::server::kserve

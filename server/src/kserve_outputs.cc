@@ -96,7 +96,8 @@ absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const 
     next_owner += call.results[r].tensor_list.size();
   }
   std::vector<OutputTensor> outputs;
-  for (const OutputRef& ref : selected) {
+  for (size_t k = 0; k < selected.size(); ++k) {
+    const OutputRef& ref = selected[k];
     const auto r = static_cast<size_t>(ref.result);
     if (r >= call.results.size() || r >= names.size()) {
       return absl::InternalError(absl::StrCat(op.QualifiedName(), " returned ", call.results.size(),
@@ -109,6 +110,7 @@ absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const 
       out.name = name;
       out.result = r;
       out.element = element;
+      out.selected = k;
       out.owner = owner_of[r] + static_cast<size_t>(element < 0 ? 0 : element);
       out.type = DatatypeOf(t.dtype);
       if (out.type == nullptr) {
@@ -145,6 +147,7 @@ absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const 
     }
     OutputTensor& out = outputs.emplace_back();
     out.name = names[r];
+    out.selected = k;
     out.result = r;
     switch (v.kind) {
       case K::kInt:

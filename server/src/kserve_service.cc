@@ -22,7 +22,10 @@ struct KServeCallState : CallState {
   inference::ModelInferRequest request;
   const OpInfo* op_info = nullptr;  // the model's op, in the registry
   std::vector<kserve::OutputRef> selected;
-  kserve::Scratch scratch;  // narrowed input tensors the views point into
+  kserve::Scratch scratch;                    // narrowed input tensors the views point into
+  std::vector<SharedMemorySlice> shm_inputs;  // regions input views point into
+  std::vector<BudgetReservation> shm_copies;  // BOOL and integer inputs copied out of them
+  kserve::ShmOutputs shm_outputs;             // regions of the outputs that go there
 };
 
 // Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
@@ -35,13 +38,21 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 
 // The request's inputs, parameters and outputs as `op`'s arguments and results.
 absl::Status DecodeForModel(MyopsService* pipeline, const OpInfo& op, KServeCallState* state) {
-  auto args =
-      kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, &state->scratch);
+  SharedMemoryRegistry* shm = pipeline->shared_memory();
+  auto reserve = [pipeline, state](int64_t bytes) {
+    return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
+  };
+  auto args = kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, shm, reserve,
+                                        &state->shm_inputs, &state->scratch);
   if (!args.ok()) return args.status();
   auto selected = kserve::SelectOutputs(op, state->request);
   if (!selected.ok()) return selected.status();
+  auto shm_outputs = kserve::OutputSlices(op, state->request, *selected, shm);
+  if (!shm_outputs.ok()) return shm_outputs.status();
   state->args = std::move(*args);
   state->selected = std::move(*selected);
+  state->shm_outputs = std::move(*shm_outputs);
+  state->call.result_buffer = kserve::ResultBuffer(op, state->selected, state->shm_outputs);
   state->op = op.QualifiedName();
   return absl::OkStatus();
 }
@@ -89,8 +100,12 @@ struct StreamInferKind {
     pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
   }
   static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const myops::v1::Timing&) {
+    if (absl::Status intact = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
+        !intact.ok()) {
+      return intact;
+    }
     return kserve::EncodeStreamInferResponse(*state.op_info, state.request, state.call,
-                                             state.selected);
+                                             state.selected, state.shm_outputs);
   }
   static grpc::ByteBuffer EncodeError(const State& state, const absl::Status& status) {
     return kserve::EncodeStreamInferError(state.request, status);
@@ -99,6 +114,12 @@ struct StreamInferKind {
     return static_cast<uint64_t>(state.call.input_bytes);
   }
 };
+
+// What the shared memory RPCs answer on a server that does not accept shared memory.
+absl::Status SharedMemoryOff() {
+  return absl::UnimplementedError(
+      "this server does not accept shared memory (start it with --allow-shared-memory)");
+}
 
 // Finishes a small unary RPC now with `status`.
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
@@ -150,6 +171,7 @@ grpc::ServerUnaryReactor* KServeService::ServerMetadata(
   response->add_extensions("model_configuration");
   response->add_extensions("parameters");
   response->add_extensions("statistics");
+  if (pipeline_->shared_memory() != nullptr) response->add_extensions("system_shared_memory");
   return Done(context, absl::OkStatus());
 }
 
@@ -194,9 +216,10 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
       &state, received, context->deadline(), [context] { return context->IsCancelled(); },
       [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
         KServeCallState& state = reactor->state;
+        if (status.ok()) status = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
         if (status.ok()) {
           auto encoded = kserve::EncodeInferResponse(*state.op_info, state.request, state.call,
-                                                     state.selected);
+                                                     state.selected, state.shm_outputs);
           if (encoded.ok()) {
             *response = std::move(*encoded);
           } else {
@@ -225,6 +248,45 @@ grpc::ServerUnaryReactor* KServeService::ModelStatistics(
   return Done(context,
               kserve::DescribeStatsOf(*executor_->info().registry, pipeline_->model_stats(),
                                       request->name(), request->version(), response));
+}
+
+grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const SharedMemoryRegistry* shm = pipeline_->shared_memory();
+  if (shm == nullptr) return Done(context, SharedMemoryOff());
+  auto regions = shm->Status(request->name());
+  if (!regions.ok()) return Done(context, regions.status());
+  for (const SharedMemoryRegionInfo& r : *regions) {
+    auto& status = (*response->mutable_regions())[r.name];
+    status.set_name(r.name);
+    status.set_key(r.key);
+    status.set_offset(r.offset);
+    status.set_byte_size(r.byte_size);
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryRegister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryRegisterRequest* request,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  SharedMemoryRegistry* shm = pipeline_->shared_memory();
+  if (shm == nullptr) return Done(context, SharedMemoryOff());
+  return Done(context, shm->Register(request->name(), request->key(), request->offset(),
+                                     request->byte_size()));
+}
+
+grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryUnregister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryUnregisterRequest* request,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  SharedMemoryRegistry* shm = pipeline_->shared_memory();
+  if (shm == nullptr) return Done(context, SharedMemoryOff());
+  return Done(context, shm->Unregister(request->name()));
 }
 
 }  // namespace myops::server

@@ -23,17 +23,25 @@ namespace myops::server {
 // the response from their own memory. ModelStatistics is Triton's "statistics"
 // extension. Every RPC checks `auth` (the same token as myops.v1).
 class KServeService final
-    : public inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
-          inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
-              inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
-                  inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
-                      inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
-                          inference::GRPCInferenceService::WithCallbackMethod_ModelReady<
-                              inference::GRPCInferenceService::WithCallbackMethod_ServerMetadata<
-                                  inference::GRPCInferenceService::WithCallbackMethod_ModelMetadata<
+    : public inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryStatus<
+          inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryRegister<
+              inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryUnregister<
+                  inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
+                      inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
+                          inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
+                              inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
+                                  inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
                                       inference::GRPCInferenceService::
-                                          WithRawCallbackMethod_ModelInfer<
-                                              inference::GRPCInferenceService::Service>>>>>>>>> {
+                                          WithCallbackMethod_ModelReady<
+                                              inference::GRPCInferenceService::
+                                                  WithCallbackMethod_ServerMetadata<
+                                                      inference::GRPCInferenceService::
+                                                          WithCallbackMethod_ModelMetadata<
+                                                              inference::GRPCInferenceService::
+                                                                  WithRawCallbackMethod_ModelInfer<
+                                                                      inference::
+                                                                          GRPCInferenceService::
+                                                                              Service>>>>>>>>>>>> {
  public:
   KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth);
 
@@ -69,6 +77,21 @@ class KServeService final
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override;
+  // Triton's "system_shared_memory" extension over MyopsService::shared_memory():
+  // UNIMPLEMENTED when the server does not accept shared memory; otherwise the registry's
+  // statuses (shm/shared_memory.h).
+  grpc::ServerUnaryReactor* SystemSharedMemoryStatus(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryStatusRequest* request,
+      inference::SystemSharedMemoryStatusResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryRegisterRequest* request,
+      inference::SystemSharedMemoryRegisterResponse* response) override;
+  grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryUnregisterRequest* request,
+      inference::SystemSharedMemoryUnregisterResponse* response) override;
 
  private:
   bool ready() const { return !draining_.load(std::memory_order_acquire); }

@@ -12,6 +12,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include "executor.h"
+#include "runtime/op_handles.h"
 #include "runtime/value.h"
 
 namespace myops::server {
@@ -22,7 +23,7 @@ class DeviceRunner {
   // Writes alpha * input + beta into job.output; sets *compute_ns.
   virtual void Run(const Job& job, int64_t* compute_ns) = 0;
   // Runs a generic call of `op` on this runner's device (RunBoxed); sets *compute_ns.
-  virtual void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) = 0;
+  virtual void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) = 0;
 };
 
 // Stateless, thread-safe: computes straight into the output view via scale_shift.out.

@@ -102,7 +102,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   std::unique_ptr<Server> s(new Server());
   s->options_ = options;
   s->executor_ = std::move(executor);
-  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits, auth);
+  if (options.shared_memory.allow) {
+    s->shared_memory_ = std::make_unique<SharedMemoryRegistry>(options.shared_memory.limits);
+  }
+  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits, auth,
+                                               s->shared_memory_.get());
   s->kserve_ = std::make_unique<KServeService>(s->service_.get(), s->executor_.get(), auth);
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -240,7 +244,11 @@ std::string Server::Describe() const {
                   (options_.tls.cert_file.empty() ? "" : " (TLS)")
             : "",
       metrics_ ? " | metrics on " + bound(options_.metrics_address, metrics_->port()) + "/metrics"
-               : "");
+               : "",
+      shared_memory_
+          ? absl::StrCat(" | shared memory: up to ", options_.shared_memory.limits.max_regions,
+                         " regions, ", options_.shared_memory.limits.max_total_bytes, " bytes")
+          : "");
 }
 
 void Server::BeginDrain() {
@@ -260,6 +268,8 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   }
   http_.reset();  // Stops accepting; requests being served finish (the executor still runs).
   if (executor_) executor_->Shutdown();
+  // Every region unmapped: the clients' objects are theirs to unlink from now on.
+  if (shared_memory_) shared_memory_->Unregister("").IgnoreError();
   if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now());
   metrics_.reset();
 }

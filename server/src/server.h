@@ -45,6 +45,11 @@ struct ServerOptions {
   // Sent as initial metadata "myops-replica" on every response (replica_identity.h), so
   // clients can tell replicas apart. "" sends none.
   std::string replica_name;
+  // System shared memory (kserve_shm.h): off unless `allow`.
+  struct SharedMemory {
+    bool allow = false;
+    SharedMemoryLimits limits;
+  } shared_memory;
   // Connections older than this get a GOAWAY (gRPC's GRPC_ARG_MAX_CONNECTION_AGE_MS, with
   // +-10% jitter): clients reconnect and re-resolve, so long-lived ones spread onto
   // replicas added since. 0: connections live forever.
@@ -90,6 +95,9 @@ class Server {
 
   ServerOptions options_;
   std::unique_ptr<Executor> executor_;
+  // Registered regions (null: shared memory off); outlives the services using it, and
+  // unmaps every region when the server is destroyed.
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::unique_ptr<MyopsService> service_;
   std::unique_ptr<KServeService> kserve_;  // inference.GRPCInferenceService over service_
   std::unique_ptr<grpc::Server> server_;

@@ -90,9 +90,11 @@ const void* RequestState::ContiguousInput(int64_t alignment) {
   return out;
 }
 
-MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth)
+MyopsService::MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth,
+                           SharedMemoryRegistry* shared_memory)
     : executor_(executor),
       limits_(limits),
+      shared_memory_(shared_memory),
       auth_(std::move(auth)),
       inflight_(limits.max_inflight),
       budget_(limits.max_inflight_bytes > 0 ? limits.max_inflight_bytes

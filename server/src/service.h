@@ -20,6 +20,7 @@
 #include "model_stats.h"
 #include "myops/v1/myops.grpc.pb.h"
 #include "runtime/value.h"
+#include "shm/shared_memory.h"
 
 namespace myops::server {
 
@@ -104,7 +105,10 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
                                                    myops::v1::Myops::Service>>>>>> {
  public:
   // `auth` checks every call of this service (off by default).
-  MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth = {});
+  // `shared_memory`: the registered regions requests may name (borrowed, must outlive
+  // the service); null when the server does not accept shared memory.
+  MyopsService(Executor* executor, const ServiceLimits& limits, BearerAuth auth = {},
+               SharedMemoryRegistry* shared_memory = nullptr);
 
   grpc::ServerUnaryReactor* ScaleShift(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
@@ -153,12 +157,15 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   void ProcessCall(CallState* state, std::chrono::steady_clock::time_point received,
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
-  // Reserves `bytes` for what a front end builds beyond the results to send them (JSON
-  // text); RESOURCE_EXHAUSTED as for a request. Held in `out` until it is dropped.
-  absl::Status ReserveResponse(int64_t bytes, BudgetReservation* out) {
+  // Reserves `bytes` for what a front end builds beyond the request and the results (JSON
+  // text, inputs copied out of shared memory); RESOURCE_EXHAUSTED as for a request. Held
+  // in `out` until it is dropped.
+  absl::Status ReserveWorkingMemory(int64_t bytes, BudgetReservation* out) {
     return Reserve(bytes, out);
   }
   const ServiceLimits& limits() const { return limits_; }
+  // Null unless the server was started with --allow-shared-memory. Thread-safe.
+  SharedMemoryRegistry* shared_memory() const { return shared_memory_; }
   const Executor& executor() const { return *executor_; }
 
   // Request metrics (thread-safe), with the gauge myops_inflight_requests (inflight()),
@@ -195,6 +202,7 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
 
   Executor* executor_;
   ServiceLimits limits_;
+  SharedMemoryRegistry* const shared_memory_;
   const BearerAuth auth_;
   InflightLimiter inflight_;
   MemoryBudget budget_;

@@ -141,7 +141,7 @@ TEST(ExecutorTest, ReportsDevicesAndOperators) {
 class FakeGpuRunner final : public DeviceRunner {
  public:
   void Run(const Job& job, int64_t* compute_ns) override { cpu_->Run(job, compute_ns); }
-  void RunCall(const c10::OperatorHandle& op, OpCall& call, int64_t* compute_ns) override {
+  void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) override {
     cpu_->RunCall(op, call, compute_ns);
   }
 

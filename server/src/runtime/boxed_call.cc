@@ -146,12 +146,11 @@ Value ToResult(const c10::IValue& v, OpCall& call) {
   return out;
 }
 
-}  // namespace
-
-void RunBoxed(const c10::OperatorHandle& op, OpCall& call, c10::Device device) {
-  const c10::FunctionSchema& schema = op.schema();
+// The boxed arguments of `call` for `schema`, tensors on `device`.
+torch::jit::Stack Arguments(const c10::FunctionSchema& schema, const OpCall& call,
+                            c10::Device device) {
   torch::jit::Stack stack;
-  stack.reserve(schema.arguments().size());
+  stack.reserve(schema.arguments().size() + 1);
   for (size_t i = 0; i < schema.arguments().size(); ++i) {
     const c10::Argument& arg = schema.arguments()[i];
     if (i < call.args.size() && call.args[i].has_value()) {
@@ -160,7 +159,62 @@ void RunBoxed(const c10::OperatorHandle& op, OpCall& call, c10::Device device) {
       stack.push_back(*arg.default_value());  // BindArguments checked it has one
     }
   }
-  op.callBoxed(stack);
+  return stack;
+}
+
+// The shape and dtype of `op`'s result for `call`, from its Meta kernel (no data touched);
+// nullopt when the kernel cannot tell (data-dependent shapes raise there: the op then runs
+// the ordinary way, which reports its own errors).
+std::optional<at::Tensor> MetaResult(const c10::OperatorHandle& op, const OpCall& call) {
+  torch::jit::Stack stack = Arguments(op.schema(), call, c10::Device(c10::kMeta));
+  try {
+    op.callBoxed(stack);
+  } catch (const c10::Error&) {
+    return std::nullopt;
+  }
+  if (stack.size() != 1 || !stack[0].isTensor()) return std::nullopt;
+  return stack[0].toTensor();
+}
+
+// Computes result 0 of `call` into call.result_buffer through `op.out`; false (nothing
+// run) when the result, as the Meta kernel tells it, has no wire dtype or does not fit.
+bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
+  const OpCall::OutputBuffer buffer = call.result_buffer;
+  std::optional<at::Tensor> meta = MetaResult(op.op, call);
+  if (!meta.has_value()) return false;
+  const std::optional<DType> dtype = FromScalarType(meta->scalar_type());
+  if (!dtype.has_value() || static_cast<int64_t>(meta->nbytes()) > buffer.bytes) return false;
+  torch::jit::Stack stack = Arguments(op.op.schema(), call, c10::Device(c10::kCPU));
+  stack.push_back(WrapCpu(buffer.data, meta->sizes().vec(), *dtype));
+  op.out->callBoxed(stack);
+  call.results.clear();
+  const at::Tensor& result = stack.at(0).toTensor();
+  if (result.data_ptr() != buffer.data || !result.is_contiguous() ||
+      result.sizes() != meta->sizes()) {
+    // The kernel resized or replaced `out`: an ordinary result, copied by the front end.
+    call.results.push_back(ToResult(stack[0], call));
+    return true;
+  }
+  Value value;
+  value.kind = Value::Kind::kTensor;
+  value.tensor.dtype = *dtype;
+  value.tensor.shape = result.sizes().vec();
+  value.tensor.data = buffer.data;
+  value.tensor.bytes = static_cast<int64_t>(result.nbytes());
+  call.keep_alive.emplace_back();  // one entry per result tensor; the front end owns it
+  call.results.push_back(std::move(value));
+  return true;
+}
+
+}  // namespace
+
+void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
+  if (device.is_cpu() && op.out.has_value() && call.result_buffer.data != nullptr &&
+      RunIntoBuffer(op, call)) {
+    return;
+  }
+  torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
+  op.op.callBoxed(stack);
   call.results.clear();
   for (const c10::IValue& v : stack) call.results.push_back(ToResult(v, call));
 }

@@ -4,14 +4,24 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <optional>
 #include <vector>
 
 #include "op_registry.h"
 
 namespace myops::server {
 
+// One listed operator's handles: the operator, and its out= overload when it has one
+// that a result can be computed into (op_table.cc's FindOutOverload: the same arguments
+// plus `*, Tensor(a!) out`, one Tensor returned, and a Meta kernel that tells the result's
+// shape and dtype before it runs).
+struct OpHandle {
+  c10::OperatorHandle op;
+  std::optional<c10::OperatorHandle> out;
+};
+
 struct OpRegistry::Handles {
-  std::vector<c10::OperatorHandle> ops;
+  std::vector<OpHandle> ops;
 };
 
 }  // namespace myops::server

@@ -103,9 +103,53 @@ std::string NotServedReason(const c10::FunctionSchema& schema, const OpInfo& inf
 
 }  // namespace
 
+namespace {
+
+// The out= overload of `op` that boxed_call.cc may compute a result into (op_handles.h):
+// "<overload>_out" or "out", with `op`'s arguments (same names and types) plus one last
+// kwarg-only `out` (a written Tensor), returning one Tensor, with a CPU kernel; and `op`
+// itself returns one Tensor and has a Meta kernel. nullopt otherwise.
+std::optional<c10::OperatorHandle> FindOutOverload(c10::Dispatcher& dispatcher,
+                                                   const c10::OperatorHandle& op) {
+  const c10::FunctionSchema& schema = op.schema();
+  auto one_tensor = [](const std::vector<c10::Argument>& returns) {
+    return returns.size() == 1 && returns[0].type()->kind() == c10::TypeKind::TensorType;
+  };
+  if (!one_tensor(schema.returns()) ||
+      !op.hasComputedKernelForDispatchKey(c10::DispatchKey::Meta)) {
+    return std::nullopt;
+  }
+  const std::string& overload = schema.overload_name();
+  for (const std::string& candidate :
+       {overload.empty() ? std::string("out") : overload + "_out", std::string("out")}) {
+    if (candidate == overload) continue;
+    std::optional<c10::OperatorHandle> out = dispatcher.findOp({schema.name(), candidate});
+    if (!out.has_value() || !out->hasSchema()) continue;
+    const c10::FunctionSchema& o = out->schema();
+    const auto& args = schema.arguments();
+    if (o.arguments().size() != args.size() + 1 || !one_tensor(o.returns()) ||
+        !out->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU)) {
+      continue;
+    }
+    bool same = true;
+    for (size_t i = 0; i < args.size() && same; ++i) {
+      same =
+          o.arguments()[i].name() == args[i].name() && *o.arguments()[i].type() == *args[i].type();
+    }
+    const c10::Argument& last = o.arguments().back();
+    if (same && last.name() == "out" && last.is_out() && last.kwarg_only() &&
+        last.type()->kind() == c10::TypeKind::TensorType) {
+      return out;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 struct OpRegistryBuilder {
   static std::shared_ptr<const OpRegistry> Make(std::vector<OpInfo> ops,
-                                                std::vector<c10::OperatorHandle> handles) {
+                                                std::vector<OpHandle> handles) {
     auto registry = std::make_shared<OpRegistry>(std::move(ops));
     auto table = std::make_shared<OpRegistry::Handles>();
     table->ops = std::move(handles);
@@ -157,10 +201,10 @@ absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatt
     return std::tie(a.info.name, a.info.overload) < std::tie(b.info.name, b.info.overload);
   });
   std::vector<OpInfo> ops;
-  std::vector<c10::OperatorHandle> handles;
+  std::vector<OpHandle> handles;
   for (Entry& e : entries) {
     ops.push_back(std::move(e.info));
-    handles.push_back(e.handle);
+    handles.push_back({e.handle, FindOutOverload(dispatcher, e.handle)});
   }
   return OpRegistryBuilder::Make(std::move(ops), std::move(handles));
 }

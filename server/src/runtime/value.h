@@ -58,6 +58,15 @@ struct OpCall {
   std::vector<std::shared_ptr<const void>> keep_alive;
   // Bytes of the argument tensors (for the inline-run decision and the memory budget).
   int64_t input_bytes = 0;
+  // Where the front end will put result 0 (a shared memory region): on the CPU, an op
+  // with an out= overload computes it there, and results[0] is then a view of it (its
+  // keep_alive entry is empty: the front end keeps the buffer alive). Otherwise the
+  // result is in memory of its own, and the front end copies it. data == nullptr: none.
+  struct OutputBuffer {
+    void* data = nullptr;
+    int64_t bytes = 0;
+  };
+  OutputBuffer result_buffer;
 };
 
 }  // namespace myops::server

@@ -1,0 +1,127 @@
+// Generic calls through the operator table (runtime/boxed_call.h) computing a result into
+// a buffer the front end gives (OpCall::result_buffer, a shared memory region in the
+// server): which ops have a usable out= overload, results written in place when they
+// fit, with the dtype and shape the op's Meta kernel tells, and ordinary results when
+// they do not.
+#include "runtime/boxed_call.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/op_handles.h"
+#include "runtime/op_registry.h"
+
+namespace myops::server {
+namespace {
+
+std::shared_ptr<const OpRegistry> Registry() {
+  auto patterns = OpPatterns::Parse("myops::scale_shift,myops::scale_shift_,aten::add.Tensor");
+  EXPECT_TRUE(patterns.ok()) << patterns.status();
+  auto registry = OpRegistry::Build(*patterns);
+  EXPECT_TRUE(registry.ok()) << registry.status();
+  return *registry;
+}
+
+// Listed ops, served or not (Find refuses the ones that are not).
+const OpHandle& Handle(const OpRegistry& registry, const std::string& name) {
+  for (size_t i = 0; i < registry.ops().size(); ++i) {
+    if (registry.ops()[i].QualifiedName() == name) return registry.handles()->ops.at(i);
+  }
+  throw std::runtime_error("not listed: " + name);
+}
+
+Value Tensor(const void* data, std::vector<int64_t> shape, DType dtype, int64_t bytes) {
+  Value v;
+  v.kind = Value::Kind::kTensor;
+  v.tensor = {dtype, std::move(shape), data, bytes};
+  return v;
+}
+
+Value Float(double f) {
+  Value v;
+  v.kind = Value::Kind::kFloat;
+  v.float_value = f;
+  return v;
+}
+
+OpCall ScaleShiftCall(const OpRegistry& registry, const std::vector<float>& x, void* out,
+                      int64_t out_bytes) {
+  OpCall call;
+  call.op = *registry.Find("myops::scale_shift");
+  const auto bytes = static_cast<int64_t>(x.size() * sizeof(float));
+  EXPECT_TRUE(BindArguments(
+                  registry.ops()[static_cast<size_t>(call.op)],
+                  {{"", Tensor(x.data(), {static_cast<int64_t>(x.size())}, DType::kFloat32, bytes)},
+                   {"alpha", Float(2)},
+                   {"beta", Float(1)}},
+                  &call)
+                  .ok());
+  call.result_buffer = {out, out_bytes};
+  return call;
+}
+
+TEST(OutOverloadTest, FoundForFunctionalOpsWithAMatchingOutVariant) {
+  auto registry = Registry();
+  EXPECT_TRUE(Handle(*registry, "myops::scale_shift").out.has_value());
+  EXPECT_TRUE(Handle(*registry, "aten::add.Tensor").out.has_value());  // add.out
+  EXPECT_EQ(Handle(*registry, "aten::add.Tensor").out->schema().overload_name(), "out");
+  EXPECT_FALSE(Handle(*registry, "myops::scale_shift_").out.has_value());  // no scale_shift_.out
+}
+
+TEST(RunBoxedIntoBufferTest, ComputesStraightIntoTheBuffer) {
+  auto registry = Registry();
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::vector<float> out(6, -1.0f);  // larger than needed: the result takes its head
+  OpCall call = ScaleShiftCall(*registry, x, out.data(), 24);
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(call.results[0].tensor.data, out.data());
+  EXPECT_EQ(call.results[0].tensor.shape, std::vector<int64_t>{4});
+  EXPECT_EQ(call.results[0].tensor.bytes, 16);
+  ASSERT_EQ(call.keep_alive.size(), 1u);  // one entry per result tensor, empty here
+  EXPECT_EQ(call.keep_alive[0], nullptr);
+  EXPECT_EQ(out, (std::vector<float>{3, 5, 7, 9, -1, -1}));
+}
+
+TEST(RunBoxedIntoBufferTest, TooSmallABufferGetsAnOrdinaryResult) {
+  auto registry = Registry();
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::vector<float> out(3, -1.0f);
+  OpCall call = ScaleShiftCall(*registry, x, out.data(), 12);
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  ASSERT_EQ(call.results.size(), 1u);
+  const TensorView& r = call.results[0].tensor;
+  EXPECT_NE(r.data, out.data());
+  ASSERT_EQ(r.bytes, 16);
+  const auto* y = static_cast<const float*>(r.data);
+  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{3, 5, 7, 9}));
+  EXPECT_EQ(out, (std::vector<float>(3, -1.0f)));  // untouched
+  EXPECT_NE(call.keep_alive.at(0), nullptr);
+}
+
+TEST(RunBoxedIntoBufferTest, TheResultDtypeIsTheOpsNotTheFirstArguments) {
+  // int64 + float32 is float32 (type promotion): the out tensor must be float32, or the
+  // out= overload would cast the result into int64.
+  auto registry = Registry();
+  const std::vector<int64_t> a = {1, 2};
+  const std::vector<float> b = {0.5f, 0.25f};
+  std::vector<float> out(2, 0.0f);
+  OpCall call;
+  call.op = *registry->Find("aten::add.Tensor");
+  ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(call.op)],
+                            {{"", Tensor(a.data(), {2}, DType::kInt64, 16)},
+                             {"", Tensor(b.data(), {2}, DType::kFloat32, 8)}},
+                            &call)
+                  .ok());
+  call.result_buffer = {out.data(), 8};
+  RunBoxed(Handle(*registry, "aten::add.Tensor"), call, c10::Device(c10::kCPU));
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(call.results[0].tensor.dtype, DType::kFloat32);
+  EXPECT_EQ(call.results[0].tensor.data, out.data());
+  EXPECT_EQ(out, (std::vector<float>{1.5f, 2.25f}));
+}
+
+}  // namespace
+}  // namespace myops::server
