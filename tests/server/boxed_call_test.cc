@@ -70,57 +70,83 @@ TEST(OutOverloadTest, FoundForFunctionalOpsWithAMatchingOutVariant) {
   EXPECT_FALSE(Handle(*registry, "myops::scale_shift_").out.has_value());  // no scale_shift_.out
 }
 
+std::vector<float> Iota(size_t n) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 1000);
+  return x;
+}
+
+constexpr size_t k64KiB = 16384;  // floats: the smallest buffer computed into
+
 TEST(RunBoxedIntoBufferTest, ComputesStraightIntoTheBuffer) {
   auto registry = Registry();
-  const std::vector<float> x = {1, 2, 3, 4};
-  std::vector<float> out(6, -1.0f);  // larger than needed: the result takes its head
-  OpCall call = ScaleShiftCall(*registry, x, out.data(), 24);
+  const std::vector<float> x = Iota(k64KiB);
+  std::vector<float> out(k64KiB + 2, -1.0f);  // larger than needed: the result takes its head
+  OpCall call = ScaleShiftCall(*registry, x, out.data(), (k64KiB + 2) * 4);
   RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
   ASSERT_EQ(call.results.size(), 1u);
   EXPECT_EQ(call.results[0].tensor.data, out.data());
-  EXPECT_EQ(call.results[0].tensor.shape, std::vector<int64_t>{4});
-  EXPECT_EQ(call.results[0].tensor.bytes, 16);
+  EXPECT_EQ(call.results[0].tensor.shape, std::vector<int64_t>{k64KiB});
+  EXPECT_EQ(call.results[0].tensor.bytes, k64KiB * 4);
   ASSERT_EQ(call.keep_alive.size(), 1u);  // one entry per result tensor, empty here
   EXPECT_EQ(call.keep_alive[0], nullptr);
-  EXPECT_EQ(out, (std::vector<float>{3, 5, 7, 9, -1, -1}));
+  for (size_t i = 0; i < k64KiB; ++i) ASSERT_EQ(out[i], 2 * x[i] + 1) << i;
+  EXPECT_EQ(out[k64KiB], -1.0f);
+  EXPECT_EQ(out[k64KiB + 1], -1.0f);
+}
+
+// An ordinary result in memory of its own: 2x + 1 of `x`, and `out` untouched.
+void ExpectOrdinaryResult(const OpCall& call, const std::vector<float>& x,
+                          const std::vector<float>& out) {
+  ASSERT_EQ(call.results.size(), 1u);
+  const TensorView& r = call.results[0].tensor;
+  EXPECT_NE(r.data, out.data());
+  ASSERT_EQ(r.bytes, static_cast<int64_t>(x.size() * 4));
+  const auto* y = static_cast<const float*>(r.data);
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2 * x[i] + 1) << i;
+  for (float v : out) ASSERT_EQ(v, -1.0f);
+  EXPECT_NE(call.keep_alive.at(0), nullptr);
 }
 
 TEST(RunBoxedIntoBufferTest, TooSmallABufferGetsAnOrdinaryResult) {
   auto registry = Registry();
-  const std::vector<float> x = {1, 2, 3, 4};
-  std::vector<float> out(3, -1.0f);
-  OpCall call = ScaleShiftCall(*registry, x, out.data(), 12);
+  const std::vector<float> x = Iota(2 * k64KiB);
+  std::vector<float> out(k64KiB, -1.0f);
+  OpCall call = ScaleShiftCall(*registry, x, out.data(), k64KiB * 4);
   RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
-  ASSERT_EQ(call.results.size(), 1u);
-  const TensorView& r = call.results[0].tensor;
-  EXPECT_NE(r.data, out.data());
-  ASSERT_EQ(r.bytes, 16);
-  const auto* y = static_cast<const float*>(r.data);
-  EXPECT_EQ(std::vector<float>(y, y + 4), (std::vector<float>{3, 5, 7, 9}));
-  EXPECT_EQ(out, (std::vector<float>(3, -1.0f)));  // untouched
-  EXPECT_NE(call.keep_alive.at(0), nullptr);
+  ExpectOrdinaryResult(call, x, out);
+}
+
+TEST(RunBoxedIntoBufferTest, SmallResultsAreComputedTheOrdinaryWay) {
+  auto registry = Registry();
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::vector<float> out(4, -1.0f);
+  OpCall call = ScaleShiftCall(*registry, x, out.data(), 16);
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  ExpectOrdinaryResult(call, x, out);
 }
 
 TEST(RunBoxedIntoBufferTest, TheResultDtypeIsTheOpsNotTheFirstArguments) {
   // int64 + float32 is float32 (type promotion): the out tensor must be float32, or the
   // out= overload would cast the result into int64.
   auto registry = Registry();
-  const std::vector<int64_t> a = {1, 2};
-  const std::vector<float> b = {0.5f, 0.25f};
-  std::vector<float> out(2, 0.0f);
+  const std::vector<int64_t> a(k64KiB, 1);
+  const std::vector<float> b(k64KiB, 0.5f);
+  std::vector<float> out(k64KiB, 0.0f);
   OpCall call;
   call.op = *registry->Find("aten::add.Tensor");
+  const auto n = static_cast<int64_t>(k64KiB);
   ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(call.op)],
-                            {{"", Tensor(a.data(), {2}, DType::kInt64, 16)},
-                             {"", Tensor(b.data(), {2}, DType::kFloat32, 8)}},
+                            {{"", Tensor(a.data(), {n}, DType::kInt64, n * 8)},
+                             {"", Tensor(b.data(), {n}, DType::kFloat32, n * 4)}},
                             &call)
                   .ok());
-  call.result_buffer = {out.data(), 8};
+  call.result_buffer = {out.data(), n * 4};
   RunBoxed(Handle(*registry, "aten::add.Tensor"), call, c10::Device(c10::kCPU));
   ASSERT_EQ(call.results.size(), 1u);
   EXPECT_EQ(call.results[0].tensor.dtype, DType::kFloat32);
   EXPECT_EQ(call.results[0].tensor.data, out.data());
-  EXPECT_EQ(out, (std::vector<float>{1.5f, 2.25f}));
+  for (float v : out) ASSERT_EQ(v, 1.5f);
 }
 
 }  // namespace

@@ -208,9 +208,13 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
 
 }  // namespace
 
+// Below this a result is cheaper to copy into the buffer than to compute there (asking
+// the Meta kernel first costs a dispatch).
+constexpr int64_t kMinInPlaceBytes = 64 << 10;
+
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
   if (device.is_cpu() && op.out.has_value() && call.result_buffer.data != nullptr &&
-      RunIntoBuffer(op, call)) {
+      call.result_buffer.bytes >= kMinInPlaceBytes && RunIntoBuffer(op, call)) {
     return;
   }
   torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
