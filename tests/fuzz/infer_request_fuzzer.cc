@@ -2,11 +2,17 @@
 // runs it (kserve_service.cc): wire::CheckInferRequestHead over an
 // inference.ModelInferRequest received as several slices (slices.h), kserve::
 // ParseInferRequest, then DecodeInferInputs with the default limits for an operator taking
-// a tensor, a float, an int list, a tensor list and a str, and SelectOutputs. Beyond "no
-// crash, no sanitizer report", checks what the front end relies on: refusals are
-// INVALID_ARGUMENT; the memory the head check lets protobuf take (received bytes plus 8
-// per packed byte, what the budget reserves) bounds the parsed message; every decoded
-// tensor holds numel * itemsize bytes.
+// a tensor, a float, an int list, a tensor list and a str, SelectOutputs and OutputSlices,
+// on a server with shared memory: one 64 KiB region registered as "r" (kserve_shm.h).
+// Beyond "no crash, no sanitizer report", checks what the front end relies on: refusals
+// are INVALID_ARGUMENT (NOT_FOUND for an unknown region); the memory the head check lets
+// protobuf take (received bytes plus 8 per packed byte, what the budget reserves) bounds
+// the parsed message; every decoded tensor holds numel * itemsize bytes, and one in
+// shared memory lies inside the region or in a copy the budget granted.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <string>
 
 #include "fuzz_op.h"
@@ -31,9 +37,29 @@ const myops::server::OpInfo& Op() {
   return op;
 }
 
+constexpr uint64_t kRegionBytes = 64 << 10;
+
+// The registry with region "r" (its object unlinked at once: the mapping keeps it).
+myops::server::SharedMemoryRegistry& Registry() {
+  static myops::server::SharedMemoryRegistry* registry = [] {
+    auto* r = new myops::server::SharedMemoryRegistry(myops::server::SharedMemoryLimits{});
+    const std::string key = "/myops_fuzz_" + std::to_string(getpid());
+    const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, kRegionBytes) != 0) Fail("cannot create the region");
+    close(fd);
+    if (!r->Register("r", key, 0, kRegionBytes).ok()) Fail("cannot register the region");
+    shm_unlink(key.c_str());
+    return r;
+  }();
+  return *registry;
+}
+
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  Registry();
+  return myops::fuzz::QuietProtobufLogs();
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   myops::fuzz::SlicedInput input =
@@ -53,12 +79,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   // packed byte (kserve_service.cc); protobuf's own objects add a bounded head.
   const size_t reserved = 2 * size + 8 * *packed + 64 * myops::wire::kMaxHeadBytes;
   if (request.SpaceUsedLong() > reserved) Fail("the parsed request outgrows its bound");
+  auto refused = [](const absl::Status& s) {
+    return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound;
+  };
   myops::server::kserve::Scratch scratch;
-  auto args = myops::server::kserve::DecodeInferInputs(Op(), request, myops::server::TensorLimits{},
-                                                       &scratch);
+  std::vector<myops::server::SharedMemorySlice> slices;
+  int64_t granted = 0;
+  auto reserve = [&granted](int64_t bytes) {
+    if (bytes < 0 || static_cast<uint64_t>(bytes) > kRegionBytes) Fail("a copy beyond the region");
+    granted += bytes;
+    return absl::OkStatus();
+  };
+  auto args = myops::server::kserve::DecodeInferInputs(
+      Op(), request, myops::server::TensorLimits{}, &Registry(), reserve, &slices, &scratch);
   if (!args.ok()) {
-    if (args.status().code() != absl::StatusCode::kInvalidArgument) Fail("the decode's code");
+    if (!refused(args.status())) Fail("the decode's code");
     return 0;
+  }
+  for (const auto& slice : slices) {
+    if (slice.size() > kRegionBytes) Fail("a slice beyond the region");
   }
   for (const myops::server::NamedValue& v : *args) {
     if (v.value.kind != myops::server::Value::Kind::kTensor) continue;
@@ -70,8 +109,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     }
   }
   auto selected = myops::server::kserve::SelectOutputs(Op(), request);
-  if (!selected.ok() && selected.status().code() != absl::StatusCode::kInvalidArgument) {
-    Fail("the output selection's code");
+  if (!selected.ok()) {
+    if (selected.status().code() != absl::StatusCode::kInvalidArgument) {
+      Fail("the output selection's code");
+    }
+    return 0;
+  }
+  auto outputs = myops::server::kserve::OutputSlices(Op(), request, *selected, &Registry());
+  if (!outputs.ok() && !refused(outputs.status())) Fail("the output regions' code");
+  if (outputs.ok() && !outputs->empty() && outputs->slices.size() != selected->size()) {
+    Fail("output regions not indexed like the outputs");
   }
   return 0;
 }

@@ -182,6 +182,21 @@ def test_large_tensor_beyond_message_and_budget_is_computed_in_place(client, reg
     assert y[0] == 3.5 and y[-1] == 3.5 and float(y.sum()) == pytest.approx(3.5 * n)
 
 
+def test_tensor_beyond_2_gib(client, regions):
+    # No gRPC message can carry it (2 GiB at most); through regions the limit is theirs.
+    n = (2**31 + 4096) // 4
+    rin, _, hin = regions.make(n * 4)
+    rout, _, hout = regions.make(n * 4)
+    x = shm.get_contents_as_numpy(hin, np.float32, [n])
+    x[:] = 0.25
+    x[-1] = 8.0
+    scale_shift(client, shm_input("x", [n], "FP32", rin, n * 4), (rout, n * 4),
+                alpha=4.0, beta=-1.0)
+    y = shm.get_contents_as_numpy(hout, np.float32, [n])
+    assert y[0] == 0.0 and y[n // 2] == 0.0 and y[-1] == 31.0
+    assert int(np.count_nonzero(y[:-1])) == 0
+
+
 def test_status_and_unregister(client, regions):
     a, key_a, _ = regions.make(64)
     b, _, _ = regions.make(128)
