@@ -15,7 +15,8 @@ source "$(dirname "$0")/env.sh"
 BUILD="${MYOPS_FUZZ_BUILD_DIR:-$MYOPS_REPO/build-fuzz}"
 FUZZ_SRC="$MYOPS_REPO/tests/fuzz"
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy call_request call_response rest_request infer_request)
+((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy call_request call_response rest_request infer_request
+  shm_endpoint)
 
 mkdir -p "$BUILD"
 cmake -S "$MYOPS_REPO" -B "$BUILD" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -36,6 +37,7 @@ for t in "${TARGETS[@]}"; do
   dict="$FUZZ_SRC/dict/protobuf.dict"
   [ "$t" = npy ] && dict="$FUZZ_SRC/dict/npy.dict"
   [ "$t" = rest_request ] && dict="$FUZZ_SRC/dict/json.dict"
+  [ "$t" = shm_endpoint ] && dict="$FUZZ_SRC/dict/json.dict"
   corpus="$SCRATCH/$t"
   mkdir -p "$corpus"
   cp "$FUZZ_SRC/corpus/$t/"* "$corpus/"

@@ -18,6 +18,7 @@
 #include "http_listener.h"
 #include "kserve_codec.h"
 #include "kserve_http_meta.h"
+#include "kserve_http_shm.h"
 #include "kserve_json.h"
 #include "myops/version.h"
 
@@ -91,7 +92,10 @@ struct RestCallState : CallState {
   kserve::RestInferRequest request;
   const OpInfo* op_info = nullptr;
   std::vector<kserve::OutputRef> selected;
-  BudgetReservation response_reservation;  // the response's JSON, while it is built and sent
+  BudgetReservation response_reservation;     // the response's JSON, while it is built and sent
+  std::vector<SharedMemorySlice> shm_inputs;  // regions input views point into
+  std::vector<BudgetReservation> shm_copies;  // BOOL and integer inputs copied out of them
+  kserve::ShmOutputs shm_outputs;             // regions of the outputs that go there
 };
 
 }  // namespace
@@ -231,10 +235,11 @@ void KServeHttp::Serve(mg_connection* conn) {
   }
   if (path == "/v2") {
     if (!only("GET")) return;
-    const Json meta = {
+    Json meta = {
         {"name", "myops"},
         {"version", MYOPS_VERSION_STRING},
         {"extensions", {"model_configuration", "parameters", "binary_tensor_data", "statistics"}}};
+    if (pipeline_->shared_memory() != nullptr) meta["extensions"].push_back("system_shared_memory");
     return Respond(conn, 200, meta.dump());
   }
   if (path == "/v2/models/stats") {  // every model's (model names always hold "::")
@@ -247,6 +252,7 @@ void KServeHttp::Serve(mg_connection* conn) {
     }
     return Respond(conn, 200, kserve::StatsJson(stats).dump());
   }
+  if (absl::StartsWith(path, kserve::kSharedMemoryPath)) return ServeSharedMemory(conn, path);
   static constexpr absl::string_view kModels = "/v2/models/";
   if (!absl::StartsWith(path, kModels)) {
     return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
@@ -350,12 +356,22 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
         !s.ok()) {
       return s;
     }
-    auto args = kserve::DecodeRestInputs(*state.op_info, state.request);
-    if (!args.ok()) return args.status();
     auto selected = kserve::SelectOutputs(*state.op_info, state.request.outputs);
     if (!selected.ok()) return selected.status();
+    auto shm_outputs = kserve::ResolveSharedMemory(
+        pipeline_->shared_memory(), *state.op_info, *selected,
+        [&](int64_t bytes) {
+          return pipeline_->ReserveWorkingMemory(bytes, &state.shm_copies.emplace_back());
+        },
+        &state.shm_inputs, &state.request);
+    if (!shm_outputs.ok()) return shm_outputs.status();
+    auto args = kserve::DecodeRestInputs(*state.op_info, state.request);
+    if (!args.ok()) return args.status();
     state.args = std::move(*args);
     state.selected = std::move(*selected);
+    state.shm_outputs = std::move(*shm_outputs);
+    state.call.result_buffer =
+        kserve::ResultBuffer(*state.op_info, state.selected, state.shm_outputs);
     state.op = name;
     return absl::OkStatus();
   }();
@@ -382,13 +398,21 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   // The response's binary parts are views of `outputs` (and of the call's results).
   absl::StatusOr<std::vector<kserve::OutputTensor>> outputs;
   kserve::RestInferResponse response;
+  if (status.ok()) status = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
   if (status.ok()) {
     outputs = kserve::ResultOutputs(*state.op_info, state.call, state.selected);
+    if (outputs.ok()) {
+      if (absl::Status written =
+              kserve::WriteShmOutputs(state.selected, state.shm_outputs, &*outputs);
+          !written.ok()) {
+        outputs = written;
+      }
+    }
     if (!outputs.ok()) {
       status = outputs.status();
     } else {
       status = pipeline_->ReserveWorkingMemory(kserve::JsonResponseBytes(state.request, *outputs),
-                                          &state.response_reservation);
+                                               &state.response_reservation);
       if (status.ok()) {
         response = kserve::EncodeInferResponseJson(state.op, state.request, *outputs);
       }
@@ -401,6 +425,38 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   Respond(conn, 200, response.json, "application/octet-stream", response.binary,
           response.binary_bytes,
           absl::StrCat("Inference-Header-Content-Length: ", response.json.size(), "\r\n"));
+}
+
+void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path) {
+  const mg_request_info* info = mg_get_request_info(conn);
+  auto endpoint = kserve::ParseSharedMemoryPath(path);
+  if (!endpoint.ok()) return RespondError(conn, endpoint.status());
+  if (absl::string_view(info->request_method) != endpoint->method()) {
+    return Respond(conn, 405,
+                   kserve::ErrorJson(absl::StrCat(path, " takes ", endpoint->method(), ", not ",
+                                                  info->request_method)),
+                   "application/json", {}, 0, absl::StrCat("Allow: ", endpoint->method(), "\r\n"));
+  }
+  const int64_t length = info->content_length;
+  if (length > kserve::kMaxSharedMemoryBodyBytes) {
+    return RespondError(conn, 413,
+                        absl::InvalidArgumentError(absl::StrCat(
+                            "a shared memory request body takes at most ",
+                            kserve::kMaxSharedMemoryBodyBytes, " bytes, not ", length)));
+  }
+  std::string body(static_cast<size_t>(std::max<int64_t>(length, 0)), '\0');
+  for (int64_t got = 0; got < length;) {
+    const int n = mg_read(conn, body.data() + got, static_cast<size_t>(length - got));
+    if (n <= 0) {
+      return RespondError(conn, 400,
+                          absl::InvalidArgumentError(absl::StrCat(
+                              "the client sent ", got, " of the body's ", length, " bytes")));
+    }
+    got += n;
+  }
+  auto reply = kserve::AnswerSharedMemory(pipeline_->shared_memory(), *endpoint, body);
+  if (!reply.ok()) return RespondError(conn, reply.status());
+  Respond(conn, 200, *reply);
 }
 
 }  // namespace myops::server

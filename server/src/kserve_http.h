@@ -95,6 +95,8 @@ class KServeHttp {
   static int InitSsl(void* ssl_ctx, void* self);  // civetweb's callback: TLS set-up
   void Serve(mg_connection* conn);
   void Infer(mg_connection* conn, const std::string& model, const std::string& version);
+  // /v2/systemsharedmemory/... (kserve_http_shm.h).
+  void ServeSharedMemory(mg_connection* conn, const std::string& path);
   bool ready() const { return !draining_.load(std::memory_order_acquire); }
 
   MyopsService* pipeline_;

@@ -160,10 +160,21 @@ absl::Status WriteData(const Json& data, const Datatype& type, const std::string
   return absl::OkStatus();
 }
 
-// Input `j` of the request into `in`, its binary data (if any) taken from `*binary`.
+// The shared memory parameters (kserve_shm.h) among a tensor's `params`.
+std::vector<Parameter> SharedMemoryParameters(const Json& params) {
+  std::vector<Parameter> out;
+  for (const char* name :
+       {"shared_memory_region", "shared_memory_offset", "shared_memory_byte_size"}) {
+    if (const auto p = params.find(name); p != params.end()) out.push_back(ToParameter(name, *p));
+  }
+  return out;
+}
+
+// Input `j` of the request into `in`, its binary data (if any) taken from `*binary`; an
+// input in shared memory gets its shared memory parameters in `shm` and no data.
 absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
                         const TensorLimits& limits, absl::string_view* binary, InputTensor* in,
-                        Scratch* scratch) {
+                        std::vector<Parameter>* shm, Scratch* scratch) {
   const std::string where = absl::StrCat("inputs[", index, "] of the request for model ", model);
   if (!j.is_object()) return Invalid(where, "is not a JSON object");
   const auto name = j.find("name");
@@ -189,10 +200,6 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
   auto type = ParseDatatype(datatype->get<std::string>(), field);
   if (!type.ok()) return type.status();
   in->type = *type;
-  auto numel = Elements(in->shape, in->type->size, field, limits);
-  if (!numel.ok()) return numel.status();
-  in->count = *numel;
-  in->stride = in->type->size;
   std::optional<uint64_t> binary_size;
   if (const auto params = j.find("parameters"); params != j.end()) {
     if (!params->is_object()) return Invalid(field, "has 'parameters' that are not an object");
@@ -202,8 +209,25 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
       }
       binary_size = size->get<uint64_t>();
     }
+    *shm = SharedMemoryParameters(*params);
   }
   const auto data = j.find("data");
+  if (!shm->empty()) {
+    // Its bytes are in a region (the front end resolves it): the region bounds its size.
+    if (binary_size || data != j.end()) {
+      return Invalid(field, "names a shared memory region and also carries data");
+    }
+    TensorLimits in_region = limits;
+    in_region.max_elements = in_region.max_bytes = std::numeric_limits<int64_t>::max();
+    auto numel = Elements(in->shape, in->type->size, field, in_region);
+    if (!numel.ok()) return numel.status();
+    in->count = *numel;
+    return absl::OkStatus();
+  }
+  auto numel = Elements(in->shape, in->type->size, field, limits);
+  if (!numel.ok()) return numel.status();
+  in->count = *numel;
+  in->stride = in->type->size;
   if (binary_size) {
     if (data != j.end()) return Invalid(field, "has both 'data' and binary_data_size");
     if (*binary_size > binary->size()) {
@@ -288,7 +312,8 @@ absl::Status ParseInferRequestJson(const std::string& model, BodyParts body,
   absl::string_view binary = body.binary;
   for (size_t i = 0; i < inputs->size(); ++i) {
     InputTensor& in = out->inputs.emplace_back();
-    if (absl::Status s = ParseInput((*inputs)[i], i, model, limits, &binary, &in, &out->scratch);
+    if (absl::Status s = ParseInput((*inputs)[i], i, model, limits, &binary, &in,
+                                    &out->input_shm.emplace_back(), &out->scratch);
         !s.ok()) {
       return s;
     }
@@ -307,7 +332,9 @@ absl::Status ParseInferRequestJson(const std::string& model, BodyParts body,
       }
       out->outputs.push_back(name->get<std::string>());
       std::optional<bool> binary_data;
+      auto& shm = out->output_shm.emplace_back();
       if (const auto params = o.find("parameters"); params != o.end() && params->is_object()) {
+        shm = SharedMemoryParameters(*params);
         if (const auto b = params->find("binary_data"); b != params->end()) {
           if (!b->is_boolean()) {
             return Invalid(absl::StrCat("output '", out->outputs.back(), "' of ", where),

@@ -50,6 +50,10 @@ struct RestInferRequest {
   std::vector<Parameter> parameters;               // request parameters but binary_data_output
   std::vector<std::string> outputs;                // requested output names, in order
   std::vector<std::optional<bool>> output_binary;  // each one's binary_data parameter
+  // Each input's and each output's shared memory parameters (kserve_shm.h; empty: none).
+  // An input with some has no data yet: the front end points it into its region.
+  std::vector<std::vector<Parameter>> input_shm;
+  std::vector<std::vector<Parameter>> output_shm;
   bool binary_data_output = false;
   Scratch scratch;
 };

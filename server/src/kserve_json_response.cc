@@ -101,7 +101,7 @@ int64_t JsonResponseBytes(const RestInferRequest& request,
                           const std::vector<OutputTensor>& outputs) {
   int64_t bytes = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (AsBinary(request, i)) continue;
+    if (AsBinary(request, i) || outputs[i].in_shared_memory) continue;
     const OutputTensor& o = outputs[i];
     const auto n = static_cast<int64_t>(o.bytes().size());
     // BYTES: escaped text (up to 6 characters a byte, \u00XX) twice over (value, dump).
@@ -120,7 +120,16 @@ RestInferResponse EncodeInferResponseJson(const std::string& model, const RestIn
     const OutputTensor& o = outputs[i];
     const bool binary = AsBinary(request, i);
     Json out = {{"name", o.name}, {"datatype", o.datatype()}, {"shape", o.shape}};
-    if (binary) {
+    if (o.in_shared_memory) {
+      // As Triton answers: the region's parameters, no data.
+      Json params = Json::object();
+      for (const Parameter& p : request.output_shm.at(o.selected)) {
+        if (p.kind == Parameter::Kind::kString) params[p.name] = p.string_value;
+        if (p.kind == Parameter::Kind::kInt64) params[p.name] = p.int64_value;
+        if (p.kind == Parameter::Kind::kUint64) params[p.name] = p.uint64_value;
+      }
+      out["parameters"] = std::move(params);
+    } else if (binary) {
       out["parameters"] = {{"binary_data_size", o.bytes().size()}};
       response.binary.push_back(o.bytes());
       response.binary_bytes += static_cast<int64_t>(o.bytes().size());
