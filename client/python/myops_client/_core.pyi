@@ -1,12 +1,9 @@
 # Type stubs of myops_client._core, the native core of the myops Python client
 # (src/*.cc). The public API is re-exported, with array conversion, by myops_client.
-from typing import Any, Callable
+from typing import Any
 
 from typing_extensions import Buffer
 
-# done(value, error) of an asynchronous call: called once, from a gRPC thread (or
-# from the thread that started or cancelled the call), with error None on success.
-_Done = Callable[[Any, BaseException | None], object]
 
 class Error(Exception):
     """A failed call: .code (gRPC status code), .code_name, .details."""
@@ -71,6 +68,18 @@ class PendingCall:
     """An asynchronous call in flight (Client._start_*)."""
     def cancel(self) -> None: ...
 
+class CompletionQueue:
+    """Where asynchronous calls (Client._start_*) finish: drained on the event
+    loop when fileno() (an eventfd) is readable."""
+    def __init__(self) -> None: ...
+    def fileno(self) -> int: ...
+    # (key, value, error) per finished call, in order; error None on success.
+    def drain(self) -> list[tuple[int, Any, BaseException | None]]: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def _post(self, key: int, value: int, code: int = 0, /) -> None: ...
+
 class Client:
     __dict__: dict[str, Any]
     def __init__(
@@ -123,7 +132,8 @@ class Client:
     def health(self, service: str = "", *, timeout: float | None = None) -> bool: ...
     def _start_scale_shift(
         self,
-        done: _Done,
+        queue: CompletionQueue,
+        key: int,
         dtype: int,
         shape: tuple[int, ...],
         data: Buffer,
@@ -135,7 +145,8 @@ class Client:
     ) -> PendingCall: ...
     def _start_call(
         self,
-        done: _Done,
+        queue: CompletionQueue,
+        key: int,
         op: str,
         arguments: list[tuple[str, int, Any]],
         device: str | None = None,
@@ -143,13 +154,16 @@ class Client:
         /,
     ) -> PendingCall: ...
     def _start_server_info(
-        self, done: _Done, timeout: float | None = None, /
+        self, queue: CompletionQueue,
+        key: int, timeout: float | None = None, /
     ) -> PendingCall: ...
     def _start_list_operators(
-        self, done: _Done, timeout: float | None = None, /
+        self, queue: CompletionQueue,
+        key: int, timeout: float | None = None, /
     ) -> PendingCall: ...
     def _start_health(
-        self, done: _Done, service: str, timeout: float | None = None, /
+        self, queue: CompletionQueue,
+        key: int, service: str, timeout: float | None = None, /
     ) -> PendingCall: ...
     def close(self) -> None: ...
 

@@ -18,23 +18,34 @@ Each call starts the C++ client's asynchronous RPC and returns to the event
 loop at once (no thread per call, no polling): x's bytes are copied into the
 request before the call yields, so x may be changed or reused as soon as the
 call has been awaited or wrapped in a task that has started. The gRPC thread
-that completes the RPC takes the GIL briefly and hands the result to the
-loop with ``loop.call_soon_threadsafe``; conversion to arrays happens on the
-loop. Cancelling the awaiting task cancels the RPC (gRPC TryCancel; the
-server sees it cancelled). Failures raise the same ``myops_client.Error``
-subclasses as the blocking client. Use a client from one event loop at a
-time.
+that completes the RPC does not take the GIL: it appends the C++ result to
+the client's completion queue (``_core.CompletionQueue``) and, when the
+queue was empty, writes its eventfd. The event loop watches that eventfd
+(``loop.add_reader``); its reader drains every finished call in one pass and
+resolves their futures, and conversion to arrays happens on the loop.
+Cancelling the awaiting task cancels the RPC (gRPC TryCancel; the server
+sees it cancelled). Failures raise the same ``myops_client.Error``
+subclasses as the blocking client.
+
+Threads and loops: a client is used from one event loop at a time, on that
+loop's thread (nothing here is thread-safe). The reader is registered on
+the loop of the first call and moves to the loop of a later call once the
+first loop has closed (calls left in flight there are cancelled and
+forgotten). The reader holds the client weakly: a client dropped without
+close() is collected, and its reader removes itself at its next wake-up or
+goes with its loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import itertools
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, overload
 
 from . import _convert, _ops
 from ._core import Client as _CoreClient
-from ._core import PendingCall, Timing
+from ._core import CompletionQueue, PendingCall, Timing
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -76,9 +87,15 @@ class Client:
             certificate_chain=certificate_chain, channel_args=channel_args,
             token=token, load_balancing=load_balancing,
             health_checking=health_checking)
-        # Calls in flight: their future -> their PendingCall (close() cancels
-        # them); the future close() waits on until none is left.
-        self._in_flight: dict[asyncio.Future[Any], PendingCall] = {}
+        # Where the native calls finish, and the loop whose reader drains it
+        # (None until the first call).
+        self._queue = CompletionQueue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Calls in flight: their key -> (their future, their PendingCall);
+        # close() cancels them. The future close() waits on until none is
+        # left.
+        self._keys = itertools.count()
+        self._in_flight: dict[int, tuple[asyncio.Future[Any], PendingCall]] = {}
         self._drained: asyncio.Future[None] | None = None
         self._catalog: _ops.Catalog | None = None
         self._view = CallView(self, "", None, False, None)
@@ -131,48 +148,78 @@ class Client:
         """Closes the client: later calls raise ValueError; calls in flight
         are cancelled (their awaiters get ``myops_client.Cancelled`` unless
         they completed first), and close returns once every one has ended,
-        so no completion runs after it. Idempotent."""
+        so no completion runs after it. The completion queue's reader is
+        removed and its eventfd closed. Idempotent."""
         self._core.close()
-        for pending in list(self._in_flight.values()):
+        loop = asyncio.get_running_loop()
+        if self._in_flight and loop is not self._loop:
+            self._attach(loop)
+        for _, pending in list(self._in_flight.values()):
             pending.cancel()
         while self._in_flight:
-            self._drained = asyncio.get_running_loop().create_future()
+            self._drained = loop.create_future()
             await self._drained
         self._drained = None
+        if self._loop is not None:
+            if not self._queue.closed and not self._loop.is_closed():
+                self._loop.remove_reader(self._queue.fileno())
+            self._loop = None
+        self._queue.close()
 
     # ---- the calls --------------------------------------------------------
+
+    def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Has ``loop`` watch the completion queue (from the first call on;
+        again after the previous loop closed)."""
+        if self._loop is not None:
+            if not self._loop.is_closed():
+                raise RuntimeError(
+                    "this myops_client.aio.Client is in use by another event "
+                    "loop (use a client from one loop at a time)")
+            # Calls left in flight on a closed loop: nobody awaits them.
+            for _, pending in self._in_flight.values():
+                pending.cancel()
+            self._in_flight.clear()
+        loop.add_reader(self._queue.fileno(), _on_completions,
+                        weakref.ref(self), self._queue, loop)
+        self._loop = loop
 
     async def _start(self, start: Callable[..., PendingCall],
                      *args: Any) -> Any:
         """Starts a native asynchronous call (``_core.Client._start_*``) and
         awaits its completion; cancelling the awaiting task cancels it."""
         loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._attach(loop)
         future: asyncio.Future[Any] = loop.create_future()
-        # done(value, error), called on a gRPC thread: a partial, so that
-        # no Python frame runs there besides call_soon_threadsafe's.
-        schedule: Callable[..., object] = loop.call_soon_threadsafe
-        pending = start(functools.partial(schedule, self._settle, future),
-                        *args)
-        self._in_flight[future] = pending
+        key = next(self._keys)
+        pending = start(self._queue, key, *args)
+        # Nothing is drained before this line: draining runs on this loop.
+        self._in_flight[key] = (future, pending)
         try:
             return await future
         except asyncio.CancelledError:
             pending.cancel()
             raise
 
-    def _settle(self, future: asyncio.Future[Any], value: Any,
-                error: BaseException | None) -> None:
-        """On the loop: the native call of ``future`` has completed."""
-        self._in_flight.pop(future, None)
-        if (not self._in_flight and self._drained is not None
+    def _settle(self, outcomes: list[tuple[int, Any, BaseException | None]]
+                ) -> None:
+        """On the loop: resolves the futures of these finished calls."""
+        in_flight = self._in_flight
+        for key, value, error in outcomes:
+            entry = in_flight.pop(key, None)
+            if entry is None:  # forgotten (its loop closed)
+                continue
+            future = entry[0]
+            if future.done():  # the awaiting task was cancelled
+                continue
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+        if (not in_flight and self._drained is not None
                 and not self._drained.done()):
             self._drained.set_result(None)
-        if future.done():  # the awaiting task was cancelled
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
 
     @overload
     async def scale_shift(self, x: _Array, alpha: float, beta: float, *,
@@ -254,6 +301,20 @@ class Client:
         if self._catalog is None:
             self._catalog = _ops.Catalog(await self.list_operators())
         return self._catalog
+
+
+def _on_completions(client_ref: weakref.ref[Client], queue: CompletionQueue,
+                    loop: asyncio.AbstractEventLoop) -> None:
+    """The reader of a client's completion queue: its eventfd is readable,
+    so calls have finished (one wake-up for all that finished since the
+    last drain)."""
+    outcomes = queue.drain()
+    client = client_ref()
+    if client is not None:
+        client._settle(outcomes)
+    elif not queue.closed:  # the client was dropped without close()
+        loop.remove_reader(queue.fileno())
+        queue.close()
 
 
 class CallView:

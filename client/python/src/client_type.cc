@@ -39,8 +39,8 @@ namespace {
 using ClientHandle = std::shared_ptr<mc::Client>;
 
 /* The deleter of every ClientHandle: destroys the C++ client, whose channel
- * destruction may wait for gRPC's completion threads, without the GIL, which
- * those threads take to complete asynchronous calls. */
+ * destruction may wait for gRPC's threads, without the GIL, so that other
+ * Python threads run meanwhile. */
 void
 destroy_client(mc::Client *client)
 {

@@ -3,7 +3,8 @@
  * globals, the exception hierarchy (myops_client.Error and one subclass per
  * gRPC status code), the dtype table (DTYPES) and the one function mapping
  * statuses to exceptions.
- * The types live in client_type.cc and result_type.cc.
+ * The types live in client_type.cc, result_type.cc, async_call.cc and
+ * completion_queue.cc.
  */
 #include "module.h"
 
@@ -146,6 +147,7 @@ module_exec(PyObject *module)
             {&result_spec, &state->result_type},
             {&client_spec, &state->client_type},
             {&pending_spec, &state->pending_type},
+            {&queue_spec, &state->queue_type},
         };
         for (auto &t : types) {
             *t.slot = reinterpret_cast<PyTypeObject *>(
@@ -163,23 +165,6 @@ module_exec(PyObject *module)
                 return -1;
             }
         }
-        state->gate =
-            new std::shared_ptr<EntryGate>(std::make_shared<EntryGate>());
-        /* Completions stop entering before the interpreter finalizes. */
-        PyObject *atexit = PyImport_ImportModule("atexit");
-        PyObject *close = atexit == NULL
-                              ? NULL
-                              : PyObject_GetAttrString(module, "_close_gate");
-        PyObject *registered =
-            close == NULL
-                ? NULL
-                : PyObject_CallMethod(atexit, "register", "O", close);
-        Py_XDECREF(atexit);
-        Py_XDECREF(close);
-        if (registered == NULL) {
-            return -1;
-        }
-        Py_DECREF(registered);
         PyObject *dtypes = new_dtype_table();
         if (dtypes == NULL) {
             return -1;
@@ -198,6 +183,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->result_type);
     Py_VISIT(state->timing_type);
     Py_VISIT(state->pending_type);
+    Py_VISIT(state->queue_type);
     for (PyObject *error : state->errors) {
         Py_VISIT(error);
     }
@@ -212,6 +198,7 @@ module_clear(PyObject *module)
     Py_CLEAR(state->result_type);
     Py_CLEAR(state->timing_type);
     Py_CLEAR(state->pending_type);
+    Py_CLEAR(state->queue_type);
     for (PyObject *&error : state->errors) {
         Py_CLEAR(error);
     }
@@ -222,25 +209,6 @@ void
 module_free(void *module)
 {
     (void)module_clear(static_cast<PyObject *>(module));
-    ModuleState *state = static_cast<ModuleState *>(
-        PyModule_GetState(static_cast<PyObject *>(module)));
-    delete state->gate;
-    state->gate = NULL;
-}
-
-/* _close_gate(): closes the completions' EntryGate (registered with atexit
- * by module exec). */
-PyObject *
-close_gate(PyObject *module, PyObject *Py_UNUSED(ignored))
-{
-    return guarded<PyObject *>(NULL, [&]() -> PyObject * {
-        ModuleState *state =
-            static_cast<ModuleState *>(PyModule_GetState(module));
-        if (state->gate != NULL) {
-            (*state->gate)->Close();
-        }
-        Py_RETURN_NONE;
-    });
 }
 
 /* _raise_status(code, message): raises what a call failing with that gRPC
@@ -276,9 +244,6 @@ raise_status(PyObject *module, PyObject *args)
 }
 
 PyMethodDef module_methods[] = {
-    {"_close_gate", close_gate, METH_NOARGS,
-     PyDoc_STR("_close_gate()\n--\n\n"
-               "Drop asynchronous completions from now on (at exit).")},
     {"_raise_status", raise_status, METH_VARARGS,
      PyDoc_STR("_raise_status(code, message)\n--\n\n"
                "Raise the exception of a call that failed with this gRPC "

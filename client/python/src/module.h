@@ -9,10 +9,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <utility>
 #include <vector>
@@ -30,28 +28,6 @@ namespace myops_python {
 /* Number of google.rpc.Code values: OK (0) .. UNAUTHENTICATED (16). */
 constexpr int kNumStatusCodes = 17;
 
-/* The door through which asynchronous completions (async_call.cc) enter
- * the interpreter from gRPC threads. Closed at interpreter exit (an atexit
- * callback, before finalization starts), after which completions are
- * dropped: a thread entering a finalizing interpreter is ended by
- * pthread_exit, which aborts the process when the thread is gRPC's. Close()
- * waits, without the GIL, for the completions already inside to leave.
- * Thread-safe. */
-class EntryGate {
-public:
-    /* false when closed (then do not enter, and do not call Leave). */
-    bool Enter();
-    void Leave();
-    /* Needs the GIL; releases it while waiting. */
-    void Close();
-
-private:
-    std::mutex mu_;
-    std::condition_variable left_;
-    int inside_ = 0;      /* guarded by mu_ */
-    bool closed_ = false; /* guarded by mu_ */
-};
-
 /* Per-module state (PEP 573/630): everything the module's objects need,
  * owned by the module object. Heap types find it with find_state(). */
 struct ModuleState {
@@ -59,9 +35,7 @@ struct ModuleState {
     PyTypeObject *result_type;
     PyTypeObject *timing_type;
     PyTypeObject *pending_type; /* PendingCall (async_call.cc) */
-    /* Completions' entry; owned (allocated in module exec, freed in
-     * module free), shared with the completions in flight. */
-    std::shared_ptr<EntryGate> *gate;
+    PyTypeObject *queue_type;   /* CompletionQueue (completion_queue.cc) */
     /* myops_client.Error and its subclasses, by status code. errors[0] is
      * the base class Error (OK never raises). */
     PyObject *errors[kNumStatusCodes];
@@ -126,6 +100,7 @@ extern PyType_Spec client_spec;
 extern PyType_Spec result_spec;
 extern PyType_Spec timing_spec;
 extern PyType_Spec pending_spec;
+extern PyType_Spec queue_spec;
 
 /* Client.server_info()'s dict of `info` (a new reference), or NULL with an
  * exception set. */
@@ -160,8 +135,8 @@ PyObject *client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 
 /* The asynchronous calls: Client._start_scale_shift, _start_call,
  * _start_server_info, _start_list_operators and _start_health, each
- * (done, <the blocking call's positional arguments>) returning a PendingCall
- * (async_call.h). */
+ * (queue, key, <the blocking call's positional arguments>) returning a
+ * PendingCall (async_call.h). */
 PyObject *client_start_scale_shift(PyObject *op, PyObject *const *args,
                                    Py_ssize_t nargs, PyObject *kwnames);
 PyObject *client_start_call(PyObject *op, PyObject *const *args,

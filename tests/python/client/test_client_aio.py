@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
+import select
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -24,6 +26,11 @@ PEER = pathlib.Path(__file__).with_name("call_peer.py")
 
 def run(coroutine):
     return asyncio.run(asyncio.wait_for(coroutine, 120))
+
+
+def readable(queue):
+    """Whether the queue's eventfd is readable now (without waiting)."""
+    return bool(select.select([queue.fileno()], [], [], 0)[0])
 
 
 @pytest.fixture(scope="module")
@@ -238,24 +245,31 @@ def test_errors_raise_the_blocking_clients_exception_classes(server, client, pee
 
 
 def test_invalid_input_completes_before_the_start_returns(server):
-    """The native start reports an input the C++ client rejects through done(),
-    called on the starting thread before _start_scale_shift returns."""
+    """The native start reports an input the C++ client rejects by finishing the
+    call into its queue on the starting thread, before _start_scale_shift returns:
+    the eventfd is readable at once and drain() hands the error to its key."""
     core = myops_client.Client(server.address)
-    seen = []
-
-    def done(value, error):
-        seen.append((value, error))
-
-    before = sys.getrefcount(done)
-    pending = core._start_scale_shift(done, 1, (2,), bytes(4), 1.0, 1.0)
-    assert len(seen) == 1 and seen[0][0] is None
-    assert isinstance(seen[0][1], myops_client.InvalidArgument)
-    assert sys.getrefcount(done) == before  # released after delivery
+    queue = myops_client._core.CompletionQueue()
+    assert not readable(queue)
+    pending = core._start_scale_shift(queue, 41, 1, (2,), bytes(4), 1.0, 1.0)
+    assert readable(queue)
+    (key, value, error), = queue.drain()
+    assert key == 41 and value is None
+    assert isinstance(error, myops_client.InvalidArgument)
+    assert not readable(queue) and queue.drain() == []
     pending.cancel()  # of a finished call: nothing happens
-    with pytest.raises(TypeError, match="callable"):
-        core._start_scale_shift(None, 1, (1,), bytes(4), 1.0, 1.0)
+    assert queue.drain() == []
+    with pytest.raises(TypeError, match="CompletionQueue"):
+        core._start_scale_shift(None, 1, 1, (1,), bytes(4), 1.0, 1.0)
+    with pytest.raises(TypeError, match="key"):
+        core._start_scale_shift(queue, "1", 1, (1,), bytes(4), 1.0, 1.0)
+    with pytest.raises(OverflowError):
+        core._start_scale_shift(queue, -1, 1, (1,), bytes(4), 1.0, 1.0)
     with pytest.raises(TypeError):
         type(pending)()
+    queue.close()
+    with pytest.raises(ValueError, match="closed"):
+        core._start_scale_shift(queue, 1, 1, (1,), bytes(4), 1.0, 1.0)
     core.close()
 
 
