@@ -111,8 +111,8 @@ class Caller:
         assert self.grpc_call()[-1] == want and self.shm_call()[-1] == want
 
     def close(self):
-        self.client.unregister_system_shared_memory()
-        for _, handle in self.regions:
+        for name, handle in self.regions:  # its own only: other clients' are in use
+            self.client.unregister_system_shared_memory(name)
             self.shm.destroy_shared_memory_region(handle)
         self.client.close()
 
@@ -209,7 +209,7 @@ def main() -> None:
     try:
         for size in args.sizes.split(","):
             nbytes = parse_size(size)
-            calls = args.calls or (400 if nbytes <= 1 << 20 else 10)
+            calls = args.calls or (2000 if nbytes <= 1 << 20 else 10)
             row = latency(address, nbytes, args.rounds, calls)
             report["latency"].append(row)
             us = row["median_us"]
