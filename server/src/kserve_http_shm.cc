@@ -113,8 +113,7 @@ absl::StatusOr<ShmOutputs> ResolveSharedMemory(const SharedMemoryRegistry* shm, 
     auto ref = FindShmRef(request->input_shm[i], field, shm);
     if (!ref.ok()) return ref.status();
     if (!ref->has_value()) continue;
-    if (absl::Status s =
-            InputFromShm(*shm, op, **ref, field, reserve, &in, slices, &request->scratch);
+    if (absl::Status s = InputFromShm(*shm, **ref, field, reserve, &in, slices, &request->scratch);
         !s.ok()) {
       return s;
     }

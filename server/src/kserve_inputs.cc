@@ -180,7 +180,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
             absl::StrCat(field, " has both contents and a shared memory region"));
       }
       if (in.ok()) {
-        if (absl::Status s = InputFromShm(*shm, op, *ref, field, reserve, &*in, slices, scratch);
+        if (absl::Status s = InputFromShm(*shm, *ref, field, reserve, &*in, slices, scratch);
             !s.ok()) {
           return s;
         }

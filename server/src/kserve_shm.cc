@@ -29,17 +29,6 @@ absl::StatusOr<uint64_t> Unsigned(const Parameter& p, const std::string& field) 
   }
 }
 
-// Whether `op` writes the argument that input `name` is (or an element of).
-bool Written(const OpInfo& op, const std::string& name) {
-  const std::optional<ElementRef> element = SplitElementName(name);
-  for (const ArgInfo& a : op.args) {
-    if (a.name == name || (element.has_value() && a.name == element->name)) {
-      if (a.type.find('!') != std::string::npos) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& params,
@@ -81,7 +70,7 @@ absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& p
   return ref;
 }
 
-absl::Status InputFromShm(const SharedMemoryRegistry& shm, const OpInfo& op, const ShmRef& ref,
+absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
                           const std::string& field, const ReserveFn& reserve, InputTensor* in,
                           std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
   const auto need = static_cast<uint64_t>(in->count) * static_cast<uint64_t>(in->type->size);
@@ -95,8 +84,7 @@ absl::Status InputFromShm(const SharedMemoryRegistry& shm, const OpInfo& op, con
     return absl::Status(slice.status().code(), absl::StrCat(field, ": ", slice.status().message()));
   }
   in->stride = in->type->size;
-  const bool floating = in->type->family == Family::kFloat || in->type->family == Family::kHalf;
-  if (floating && !Written(op, in->name)) {
+  if (in->type->family == Family::kFloat || in->type->family == Family::kHalf) {
     in->data = slice->data();
   } else {
     // Private bytes: the client cannot change them between a check and a use.

@@ -10,8 +10,8 @@
 // numbers, nothing worse); BOOL and integer inputs are copied out first, because an
 // operator may check index values and then use them, and bytes changed in between would
 // make it read out of bounds (and a C++ bool that is neither 0 nor 1 is undefined).
-// Inputs of arguments the operator writes (Tensor(a!)) are copied too: an input region
-// is the client's, and read-only to the server.
+// An input region is only read: operators that write their arguments are not served
+// (op_registry.h).
 // A region that the client shrinks while in use fails the call (CheckIntact).
 #pragma once
 
@@ -51,10 +51,10 @@ using ReserveFn = std::function<absl::Status(int64_t bytes)>;
 
 // Points `in` (type and count set, data unset) at its bytes in `ref`'s region, which must
 // be exactly count * size bytes; copies BOOL and integer tensors into `scratch` first
-// (see above), and those of arguments `op` writes, after `reserve` granted their bytes. Keeps the
+// (see above), after `reserve` granted their bytes. Keeps the
 // region's slice alive in `slices`. Errors of Slice and `reserve`, and INVALID_ARGUMENT naming
 // `field` for a size that does not match the shape.
-absl::Status InputFromShm(const SharedMemoryRegistry& shm, const OpInfo& op, const ShmRef& ref,
+absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
                           const std::string& field, const ReserveFn& reserve, InputTensor* in,
                           std::vector<SharedMemorySlice>* slices, Scratch* scratch);
 
