@@ -148,6 +148,9 @@ def test_endpoint_errors(server, region):
     assert status == 405
     status, _ = http(server, "GET", "/v2/systemsharedmemory/bogus")
     assert status == 404
+    status, body = http(server, "POST", f"/v2/systemsharedmemory/region/{name}/register",
+                        {"key": key, "byte_size": 64, "padding": "x" * 5000})
+    assert status == 413 and "4096" in body["error"]
 
 
 def test_infer_errors(client, region):
