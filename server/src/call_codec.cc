@@ -15,12 +15,19 @@ namespace {
 
 using myops::v1::Value;
 
+// Tensor `t`, from its data or its shared memory region.
+absl::StatusOr<TensorView> AnyTensor(const myops::v1::Tensor& t, const std::string& field,
+                                     const TensorLimits& limits, CallShm* shm) {
+  if (t.has_shared_memory()) return DecodeRegionTensor(t, field, limits, shm);
+  return DecodeTensor(t, field, limits);
+}
+
 absl::Status Decode(const Value& in, const std::string& field, const TensorLimits& limits,
-                    server::Value* out) {
+                    CallShm* shm, server::Value* out) {
   using K = server::Value::Kind;
   switch (in.kind_case()) {
     case Value::kTensor: {
-      auto view = DecodeTensor(in.tensor(), field, limits);
+      auto view = AnyTensor(in.tensor(), field, limits, shm);
       if (!view.ok()) return view.status();
       out->kind = K::kTensor;
       out->tensor = std::move(*view);
@@ -54,7 +61,7 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
       out->kind = K::kTensorList;
       const auto& tensors = in.tensor_list().tensors();
       for (int i = 0; i < tensors.size(); ++i) {
-        auto view = DecodeTensor(tensors[i], absl::StrCat(field, "[", i, "]"), limits);
+        auto view = AnyTensor(tensors[i], absl::StrCat(field, "[", i, "]"), limits, shm);
         if (!view.ok()) return view.status();
         out->tensor_list.push_back(std::move(*view));
       }
@@ -88,12 +95,24 @@ myops::v1::Tensor Head(const TensorView& view) {
   return head;
 }
 
-// One result as a Value message; its tensors take the next owners from `owners`.
+// One result as a Value message; its tensors take the next owners from `owners`. A
+// tensor written to a region (`region`) is sent as its head and the region's reference.
 wire::MessageWriter EncodeValue(const server::Value& v,
-                                std::vector<std::shared_ptr<const void>>::const_iterator* owner) {
+                                std::vector<std::shared_ptr<const void>>::const_iterator* owner,
+                                const CallShm::Result* region) {
   using K = server::Value::Kind;
   wire::MessageWriter out;
   Value small;
+  if (region != nullptr && v.kind == K::kTensor) {
+    ++*owner;
+    myops::v1::Tensor* head = small.mutable_tensor();
+    *head = Head(v.tensor);
+    head->mutable_shared_memory()->set_region(region->region);
+    head->mutable_shared_memory()->set_offset(region->offset);
+    head->mutable_shared_memory()->set_byte_size(static_cast<uint64_t>(v.tensor.bytes));
+    out.AppendBytes(small.SerializeAsString());
+    return out;
+  }
   switch (v.kind) {
     case K::kTensor:
       out.AppendTensor(Value::kTensorFieldNumber, Head(v.tensor),
@@ -138,11 +157,16 @@ wire::MessageWriter EncodeValue(const server::Value& v,
 }
 
 wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& timing,
-                                   uint64_t request_id) {
+                                   uint64_t request_id, const CallShm* shm) {
   wire::MessageWriter out;
   auto owner = call.keep_alive.cbegin();
-  for (const server::Value& v : call.results) {
-    out.AppendMessage(myops::v1::CallResponse::kOutputsFieldNumber, EncodeValue(v, &owner));
+  for (size_t r = 0; r < call.results.size(); ++r) {
+    const CallShm::Result* region = nullptr;
+    if (shm != nullptr && r < shm->results.size() && shm->results[r].has_value()) {
+      region = &*shm->results[r];
+    }
+    out.AppendMessage(myops::v1::CallResponse::kOutputsFieldNumber,
+                      EncodeValue(call.results[r], &owner, region));
   }
   myops::v1::CallResponse rest;
   *rest.mutable_timing() = timing;
@@ -175,31 +199,33 @@ absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequ
 }
 
 absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallRequest& request,
-                                                        const TensorLimits& limits) {
+                                                        const TensorLimits& limits, CallShm* shm) {
   std::vector<NamedValue> out(static_cast<size_t>(request.arguments_size()));
   for (int i = 0; i < request.arguments_size(); ++i) {
     const myops::v1::Argument& arg = request.arguments(i);
     out[i].name = arg.name();
     const std::string field = arg.name().empty() ? absl::StrCat("argument ", i + 1)
                                                  : absl::StrCat("argument '", arg.name(), "'");
-    if (absl::Status s = Decode(arg.value(), field, limits, &out[i].value); !s.ok()) return s;
+    if (absl::Status s = Decode(arg.value(), field, limits, shm, &out[i].value); !s.ok()) {
+      return s;
+    }
   }
   return out;
 }
 
 grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                    uint64_t request_id) {
-  return ResponseWriter(call, timing, request_id).Finish();
+                                    uint64_t request_id, const CallShm* shm) {
+  return ResponseWriter(call, timing, request_id, shm).Finish();
 }
 
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                          uint64_t request_id) {
+                                          uint64_t request_id, const CallShm* shm) {
   wire::MessageWriter out;
   myops::v1::CallStreamResponse id;
   id.set_request_id(request_id);
   out.AppendBytes(id.SerializeAsString());
   out.AppendMessage(myops::v1::CallStreamResponse::kResponseFieldNumber,
-                    ResponseWriter(call, timing, request_id));
+                    ResponseWriter(call, timing, request_id, shm));
   return out.Finish();
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "call_shm.h"
 #include "codec.h"
 #include "device.h"
 #include "myops/v1/myops.pb.h"
@@ -26,18 +27,21 @@ namespace myops::server {
 absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequest* request);
 
 // The arguments as runtime values: tensors checked as DecodeTensor does (field names
-// "argument N" or the argument's name), views into `request`, which must outlive them.
+// "argument N" or the argument's name), views into `request`, which must outlive them,
+// or, for tensors in shared memory, DecodeRegionTensor's (`shm`; null: refused).
 absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallRequest& request,
-                                                        const TensorLimits& limits);
+                                                        const TensorLimits& limits,
+                                                        CallShm* shm = nullptr);
 
 // CallResponse{outputs: call.results, timing, request_id}; result tensors reference the
-// memory kept in call.keep_alive (the slices hold it until gRPC has sent them).
+// memory kept in call.keep_alive (the slices hold it until gRPC has sent them); those
+// written to a region of `shm` are sent as its reference (call_shm.h).
 grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                    uint64_t request_id);
+                                    uint64_t request_id, const CallShm* shm = nullptr);
 
 // CallStreamResponse{request_id, response: EncodeCallResponse(...)}.
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                          uint64_t request_id);
+                                          uint64_t request_id, const CallShm* shm = nullptr);
 
 // The slice of a result tensor: its memory, held by a reference to its owner until gRPC
 // frees the slice (no copy). Shared by the front ends' response encoders.

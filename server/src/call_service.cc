@@ -16,6 +16,8 @@ namespace {
 // A myops.v1 call's state: the pipeline's, and the parsed request its views point into.
 struct V1CallState : CallState {
   myops::v1::CallRequest request;
+  CallShm shm;                                // regions its tensors are in (call_shm.h)
+  std::vector<BudgetReservation> shm_copies;  // argument tensors copied out of regions
 };
 
 // The unary Call's reactor: owns the call's state (and so its budget and result memory)
@@ -34,8 +36,16 @@ absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallS
     return reserved;
   }
   if (absl::Status parsed = ParseCallRequest(bytes, &state->request); !parsed.ok()) return parsed;
-  auto args = DecodeArguments(state->request, service->limits().tensor);
+  state->shm.registry = service->shared_memory();
+  state->shm.reserve = [service, state](int64_t n) {
+    return service->ReserveWorkingMemory(n, &state->shm_copies.emplace_back());
+  };
+  auto args = DecodeArguments(state->request, service->limits().tensor, &state->shm);
   if (!args.ok()) return args.status();
+  if (absl::Status regions = ResolveResultRegions(state->request, &state->shm); !regions.ok()) {
+    return regions;
+  }
+  state->call.result_buffer = ResultBuffer(state->shm);
   state->args = std::move(*args);
   state->op = state->request.op();
   state->device = state->request.device();
@@ -57,7 +67,10 @@ struct CallStreamKind {
   }
   static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state,
                                                  const myops::v1::Timing& timing) {
-    return EncodeCallStreamResponse(state.call, timing, state.request.request_id());
+    if (absl::Status finished = FinishRegions(state.call, state.shm); !finished.ok()) {
+      return finished;
+    }
+    return EncodeCallStreamResponse(state.call, timing, state.request.request_id(), &state.shm);
   }
   static uint64_t RequestId(const State& state) { return state.request.request_id(); }
   static uint64_t InputBytes(const State& state) {
@@ -188,10 +201,12 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
       &state, received, context->deadline(), [context] { return context->IsCancelled(); },
       [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
         V1CallState& state = reactor->state;
+        if (status.ok()) status = FinishRegions(state.call, state.shm);
         metrics_.Record(Metrics::Rpc::kCall, status, timing,
                         static_cast<uint64_t>(state.call.input_bytes));
         if (status.ok()) {
-          *response = EncodeCallResponse(state.call, timing, state.request.request_id());
+          *response =
+              EncodeCallResponse(state.call, timing, state.request.request_id(), &state.shm);
         }
         reactor->Finish(ToGrpcStatus(status));
       });

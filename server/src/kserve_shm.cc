@@ -70,6 +70,28 @@ absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& p
   return ref;
 }
 
+absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const ShmRef& ref,
+                                        bool in_place, const std::string& field,
+                                        const ReserveFn& reserve,
+                                        std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
+  auto slice = shm.Slice(ref.region, ref.offset, ref.byte_size);
+  if (!slice.ok()) {
+    return absl::Status(slice.status().code(), absl::StrCat(field, ": ", slice.status().message()));
+  }
+  const char* data = slice->data();
+  if (!in_place) {
+    // Private bytes: the client cannot change them between a check and a use.
+    const uint64_t n = ref.byte_size;
+    if (absl::Status granted = reserve(static_cast<int64_t>(n)); !granted.ok()) return granted;
+    auto copy = std::make_unique<char[]>(n == 0 ? 1 : n);
+    if (n > 0) std::memcpy(copy.get(), slice->data(), n);
+    data = copy.get();
+    scratch->push_back(std::move(copy));
+  }
+  slices->push_back(*std::move(slice));
+  return data;
+}
+
 absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
                           const std::string& field, const ReserveFn& reserve, InputTensor* in,
                           std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
@@ -79,28 +101,14 @@ absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
                                                    " but shape ", ShapeString(in->shape), " of ",
                                                    in->type->name, " needs ", need, " bytes"));
   }
-  auto slice = shm.Slice(ref.region, ref.offset, ref.byte_size);
-  if (!slice.ok()) {
-    return absl::Status(slice.status().code(), absl::StrCat(field, ": ", slice.status().message()));
-  }
+  const bool floating = in->type->family == Family::kFloat || in->type->family == Family::kHalf;
+  auto data = RegionBytes(shm, ref, floating, field, reserve, slices, scratch);
+  if (!data.ok()) return data.status();
+  in->data = *data;
   in->stride = in->type->size;
-  if (in->type->family == Family::kFloat || in->type->family == Family::kHalf) {
-    in->data = slice->data();
-  } else {
-    // Private bytes: the client cannot change them between a check and a use.
-    if (absl::Status granted = reserve(static_cast<int64_t>(need)); !granted.ok()) return granted;
-    auto copy = std::make_unique<char[]>(need == 0 ? 1 : need);
-    if (need > 0) std::memcpy(copy.get(), slice->data(), need);
-    in->data = copy.get();
-    if (absl::Status s = CheckRawData(*in, absl::string_view(copy.get(), static_cast<size_t>(need)),
-                                      field, "shared memory");
-        !s.ok()) {
-      return s;
-    }
-    scratch->push_back(std::move(copy));
-  }
-  slices->push_back(*std::move(slice));
-  return absl::OkStatus();
+  if (floating) return absl::OkStatus();
+  return CheckRawData(*in, absl::string_view(*data, static_cast<size_t>(need)), field,
+                      "shared memory");
 }
 
 absl::StatusOr<ShmOutputs> OutputSlices(const SharedMemoryRegistry& shm, const OpInfo& op,

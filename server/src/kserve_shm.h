@@ -49,6 +49,15 @@ absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& p
 // they are not there).
 using ReserveFn = std::function<absl::Status(int64_t bytes)>;
 
+// The `bytes` bytes at `ref` (whose byte_size must be `bytes`): a view into the region
+// when `in_place`, else a private copy (granted by `reserve`, kept in `scratch`). The
+// slice is kept in `slices`. Errors of Slice (naming `field`) and of `reserve`. Shared by
+// every front end that reads tensors from regions (myops.v1's Call too).
+absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const ShmRef& ref,
+                                        bool in_place, const std::string& field,
+                                        const ReserveFn& reserve,
+                                        std::vector<SharedMemorySlice>* slices, Scratch* scratch);
+
 // Points `in` (type and count set, data unset) at its bytes in `ref`'s region, which must
 // be exactly count * size bytes; copies BOOL and integer tensors into `scratch` first
 // (see above), after `reserve` granted their bytes. Keeps the

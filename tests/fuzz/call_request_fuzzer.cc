@@ -1,10 +1,16 @@
 // Fuzz target: the server's generic-call decoding, as Call and CallStream run it:
 // server::ParseCallRequest (wire::CheckCallRequestHead, then protobuf) over a
 // myops.v1.CallRequest received as several slices (slices.h), then DecodeArguments with
-// the default limits. Beyond "no crash, no sanitizer report", checks what the server
-// relies on: refusals are INVALID_ARGUMENT; an accepted request costs a bounded multiple
-// of its head besides its tensor data (the memory budget reserves twice the received
-// size); every accepted tensor's size is numel * itemsize.
+// the default limits and ResolveResultRegions, on a server with shared memory: one
+// 64 KiB region registered as "r" (call_shm.h). Beyond "no crash, no sanitizer report",
+// checks what the server relies on: refusals are INVALID_ARGUMENT (NOT_FOUND for an
+// unknown region); an accepted request costs a bounded multiple of its head besides its
+// tensor data (the memory budget reserves twice the received size); every accepted
+// tensor's size is numel * itemsize, and copies out of the region stay within it.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <string>
 
 #include "call_codec.h"
@@ -15,6 +21,27 @@
 namespace {
 
 using myops::fuzz::Fail;
+
+constexpr uint64_t kRegionBytes = 64 << 10;
+
+// The registry with region "r" (its object unlinked at once: the mapping keeps it).
+const myops::server::SharedMemoryRegistry& Registry() {
+  static myops::server::SharedMemoryRegistry* registry = [] {
+    auto* r = new myops::server::SharedMemoryRegistry(myops::server::SharedMemoryLimits{});
+    const std::string key = "/myops_fuzz_call_" + std::to_string(getpid());
+    const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, kRegionBytes) != 0) Fail("cannot create the region");
+    close(fd);
+    if (!r->Register("r", key, 0, kRegionBytes).ok()) Fail("cannot register the region");
+    shm_unlink(key.c_str());
+    return r;
+  }();
+  return *registry;
+}
+
+bool Refused(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound;
+}
 
 // The parsed message's memory besides its tensors' data.
 constexpr size_t kMaxHeadMemory = 64 * myops::wire::kMaxHeadBytes;
@@ -46,12 +73,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   if (request.SpaceUsedLong() > TensorData(request) + kMaxHeadMemory) {
     Fail("an accepted request costs more than its data plus the head bound");
   }
-  const auto args = myops::server::DecodeArguments(request, myops::server::TensorLimits{});
+  myops::server::CallShm shm;
+  shm.registry = &Registry();
+  shm.reserve = [](int64_t bytes) {
+    if (bytes < 0 || static_cast<uint64_t>(bytes) > kRegionBytes) Fail("a copy beyond the region");
+    return absl::OkStatus();
+  };
+  const auto args = myops::server::DecodeArguments(request, myops::server::TensorLimits{}, &shm);
   if (!args.ok()) {
-    if (args.status().code() != absl::StatusCode::kInvalidArgument) {
-      Fail("DecodeArguments failed with a code other than INVALID_ARGUMENT");
-    }
+    if (!Refused(args.status())) Fail("DecodeArguments failed with an unexpected code");
     return 0;
+  }
+  if (absl::Status regions = myops::server::ResolveResultRegions(request, &shm);
+      !regions.ok() && !Refused(regions)) {
+    Fail("ResolveResultRegions failed with an unexpected code");
   }
   for (const myops::server::NamedValue& v : *args) {
     const myops::server::TensorView& t = v.value.tensor;

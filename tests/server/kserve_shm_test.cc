@@ -2,10 +2,6 @@
 // sanitizer build runs the whole path: registration, ModelInfer reading inputs from and
 // writing outputs to regions, in place through scale_shift.out or by copy, the empty
 // raw_output_contents entry, errors, and every region unmapped when the server stops).
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +11,7 @@
 #include <vector>
 
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
+#include "shm_object.h"
 #include "test_server.h"
 
 namespace myops::server {
@@ -22,36 +19,6 @@ namespace {
 
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
-
-// A POSIX shared memory object of `bytes`, mapped here; unlinked and unmapped at the end.
-class Object {
- public:
-  Object(const std::string& tag, size_t bytes)
-      : key_("/myops_kst_" + std::to_string(getpid()) + "_" + tag), bytes_(bytes) {
-    const int fd = shm_open(key_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    EXPECT_GE(fd, 0) << key_;
-    EXPECT_EQ(ftruncate(fd, static_cast<off_t>(bytes)), 0);
-    data_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    EXPECT_NE(data_, MAP_FAILED);
-    close(fd);
-  }
-  ~Object() {
-    munmap(data_, bytes_);
-    shm_unlink(key_.c_str());
-  }
-  const std::string& key() const { return key_; }
-  float* floats() const { return static_cast<float*>(data_); }
-  void Truncate() const {
-    const int fd = shm_open(key_.c_str(), O_RDWR, 0600);
-    EXPECT_EQ(ftruncate(fd, 0), 0);
-    close(fd);
-  }
-
- private:
-  std::string key_;
-  size_t bytes_;
-  void* data_ = nullptr;
-};
 
 void SetRegion(google::protobuf::Map<std::string, inference::InferParameter>* params,
                const std::string& region, int64_t bytes, int64_t offset = 0) {
@@ -87,14 +54,8 @@ class KServeShmTest : public ::testing::Test {
     ASSERT_TRUE(t_.server);
     stub_ = inference::GRPCInferenceService::NewStub(t_.channel);
   }
-  grpc::Status Register(const std::string& name, const Object& object, uint64_t bytes) {
-    grpc::ClientContext ctx;
-    inference::SystemSharedMemoryRegisterRequest request;
-    request.set_name(name);
-    request.set_key(object.key());
-    request.set_byte_size(bytes);
-    inference::SystemSharedMemoryRegisterResponse response;
-    return stub_->SystemSharedMemoryRegister(&ctx, request, &response);
+  grpc::Status Register(const std::string& name, const testing::ShmObject& object, uint64_t bytes) {
+    return testing::RegisterRegion(*stub_, name, object, bytes);
   }
   grpc::Status Infer(const ModelInferRequest& request, ModelInferResponse* response) {
     grpc::ClientContext ctx;
@@ -109,7 +70,7 @@ TEST_F(KServeShmTest, InputsAndOutputsInRegionsBothSizes) {
   for (int64_t n : {int64_t{16}, int64_t{1} << 16}) {
     SCOPED_TRACE(n);
     const std::string tag = std::to_string(n);
-    Object in("in" + tag, n * 4), out("out" + tag, n * 4);
+    testing::ShmObject in("in" + tag, n * 4), out("out" + tag, n * 4);
     for (int64_t i = 0; i < n; ++i) in.floats()[i] = static_cast<float>(i % 97);
     ASSERT_TRUE(Register("in" + tag, in, n * 4).ok());
     ASSERT_TRUE(Register("out" + tag, out, n * 4).ok());
@@ -127,7 +88,7 @@ TEST_F(KServeShmTest, InputsAndOutputsInRegionsBothSizes) {
 }
 
 TEST_F(KServeShmTest, ErrorsNameTheRegion) {
-  Object in("ein", 4096), small("esmall", 64);
+  testing::ShmObject in("ein", 4096), small("esmall", 64);
   ASSERT_TRUE(Register("in", in, 4096).ok());
   ASSERT_TRUE(Register("small", small, 64).ok());
   ModelInferResponse response;
@@ -145,7 +106,7 @@ TEST_F(KServeShmTest, ErrorsNameTheRegion) {
 }
 
 TEST_F(KServeShmTest, RegionsAreUnmappedWhenTheServerStops) {
-  Object in("stop", 4096);
+  testing::ShmObject in("stop", 4096);
   ASSERT_TRUE(Register("stop", in, 4096).ok());
   auto maps = [] {
     std::ifstream f("/proc/self/maps");

@@ -1,0 +1,149 @@
+// myops.v1's shared memory references in generic calls, on the real server in-process:
+// argument tensors read from registered regions (float in place, integers copied),
+// results written to regions (in place through scale_shift.out from 64 KiB, copied
+// below) and answered as references without data, and the errors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "shm_object.h"
+#include "test_server.h"
+
+namespace myops::server {
+namespace {
+
+using myops::v1::CallRequest;
+using myops::v1::CallResponse;
+
+void SetTensor(myops::v1::Value* v, int64_t n, const std::string& region) {
+  auto* t = v->mutable_tensor();
+  t->set_dtype(myops::v1::DTYPE_FLOAT32);
+  t->add_shape(n);
+  t->mutable_shared_memory()->set_region(region);
+  t->mutable_shared_memory()->set_byte_size(static_cast<uint64_t>(n) * 4);
+}
+
+CallRequest ScaleShift(int64_t n, const std::string& in, const std::string& out) {
+  CallRequest r;
+  r.set_op("myops::scale_shift");
+  SetTensor(r.add_arguments()->mutable_value(), n, in);
+  r.add_arguments()->mutable_value()->set_float_value(3.0);
+  r.add_arguments()->mutable_value()->set_float_value(-1.0);
+  if (!out.empty()) {
+    r.add_result_regions()->set_region(out);
+    r.mutable_result_regions(0)->set_byte_size(static_cast<uint64_t>(n) * 4);
+  }
+  return r;
+}
+
+class CallShmTest : public ::testing::Test {
+ protected:
+  void Start(bool allow) {
+    ServerOptions options = testing::LoopbackOptions();
+    options.shared_memory.allow = allow;
+    options.executor.ops = "myops::*,aten::add.Tensor";
+    t_ = testing::StartServer(options);
+    ASSERT_TRUE(t_.server);
+    kserve_ = inference::GRPCInferenceService::NewStub(t_.channel);
+  }
+  grpc::Status Call(const CallRequest& request, CallResponse* response) {
+    grpc::ClientContext ctx;
+    return t_.stub->Call(&ctx, request, response);
+  }
+  testing::TestServer t_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> kserve_;
+};
+
+TEST_F(CallShmTest, ArgumentsAndResultsInRegions) {
+  Start(true);
+  for (int64_t n : {int64_t{8}, int64_t{1} << 16}) {
+    SCOPED_TRACE(n);
+    const std::string tag = "v1_" + std::to_string(n);
+    testing::ShmObject in("in" + tag, n * 4), out("out" + tag, n * 4);
+    for (int64_t i = 0; i < n; ++i) in.floats()[i] = static_cast<float>(i % 13);
+    ASSERT_TRUE(testing::RegisterRegion(*kserve_, "in" + tag, in, n * 4).ok());
+    ASSERT_TRUE(testing::RegisterRegion(*kserve_, "out" + tag, out, n * 4).ok());
+    CallResponse response;
+    grpc::Status status = Call(ScaleShift(n, "in" + tag, "out" + tag), &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.outputs_size(), 1);
+    const myops::v1::Tensor& y = response.outputs(0).tensor();
+    EXPECT_TRUE(y.data().empty());
+    EXPECT_EQ(y.shared_memory().region(), "out" + tag);
+    EXPECT_EQ(y.shared_memory().byte_size(), static_cast<uint64_t>(n) * 4);
+    ASSERT_EQ(y.shape_size(), 1);
+    EXPECT_EQ(y.shape(0), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out.floats()[i], 3.0f * static_cast<float>(i % 13) - 1.0f) << i;
+    }
+    // The same input with the result in the response.
+    status = Call(ScaleShift(n, "in" + tag, ""), &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.outputs(0).tensor().data().size(), static_cast<size_t>(n) * 4);
+  }
+}
+
+TEST_F(CallShmTest, IntegerArgumentsAreCopiedOutOfTheirRegion) {
+  Start(true);
+  testing::ShmObject a("v1_int", 64);
+  auto* values = reinterpret_cast<int64_t*>(a.floats());
+  for (int i = 0; i < 8; ++i) values[i] = i * 10;
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "ints", a, 64).ok());
+  CallRequest r;
+  r.set_op("aten::add.Tensor");
+  for (int k = 0; k < 2; ++k) {
+    auto* t = r.add_arguments()->mutable_value()->mutable_tensor();
+    t->set_dtype(myops::v1::DTYPE_INT64);
+    t->add_shape(8);
+    t->mutable_shared_memory()->set_region("ints");
+    t->mutable_shared_memory()->set_byte_size(64);
+  }
+  CallResponse response;
+  grpc::Status status = Call(r, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const std::string& sum = response.outputs(0).tensor().data();
+  ASSERT_EQ(sum.size(), 64u);
+  for (int i = 0; i < 8; ++i) {
+    int64_t v = 0;
+    std::memcpy(&v, sum.data() + 8 * i, 8);
+    EXPECT_EQ(v, 20 * i);
+  }
+}
+
+TEST_F(CallShmTest, ErrorsNameTheProblem) {
+  Start(true);
+  testing::ShmObject in("v1_err", 64);
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "err", in, 64).ok());
+  CallResponse response;
+  CallRequest too_big = ScaleShift(32, "err", "");  // 128 bytes from a 64-byte region
+  grpc::Status status = Call(too_big, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("pass its end"), std::string::npos);
+  CallRequest both = ScaleShift(16, "err", "");
+  both.mutable_arguments(0)->mutable_value()->mutable_tensor()->set_data(std::string(64, '\0'));
+  status = Call(both, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("both data and shared_memory"), std::string::npos);
+  status = Call(ScaleShift(16, "err", "missing"), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(status.error_message().find("result_regions[0]"), std::string::npos);
+  testing::ShmObject small("v1_small", 16);
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "small", small, 16).ok());
+  CallRequest small_result = ScaleShift(16, "err", "small");
+  small_result.mutable_result_regions(0)->set_byte_size(16);  // 64 bytes to write
+  status = Call(small_result, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("result 0"), std::string::npos);
+}
+
+TEST_F(CallShmTest, RefusedWithoutTheFlag) {
+  Start(false);
+  CallResponse response;
+  grpc::Status status = Call(ScaleShift(16, "any", ""), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(status.error_message().find("--allow-shared-memory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace myops::server
