@@ -7,13 +7,10 @@
 // unknown region); an accepted request costs a bounded multiple of its head besides its
 // tensor data (the memory budget reserves twice the received size); every accepted
 // tensor's size is numel * itemsize, and copies out of the region stay within it.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "call_codec.h"
+#include "fuzz_shm.h"
 #include "myops/v1/myops.pb.h"
 #include "myops/wire/tensor_wire.h"
 #include "slices.h"
@@ -21,23 +18,6 @@
 namespace {
 
 using myops::fuzz::Fail;
-
-constexpr uint64_t kRegionBytes = 64 << 10;
-
-// The registry with region "r" (its object unlinked at once: the mapping keeps it).
-const myops::server::SharedMemoryRegistry& Registry() {
-  static myops::server::SharedMemoryRegistry* registry = [] {
-    auto* r = new myops::server::SharedMemoryRegistry(myops::server::SharedMemoryLimits{});
-    const std::string key = "/myops_fuzz_call_" + std::to_string(getpid());
-    const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, kRegionBytes) != 0) Fail("cannot create the region");
-    close(fd);
-    if (!r->Register("r", key, 0, kRegionBytes).ok()) Fail("cannot register the region");
-    shm_unlink(key.c_str());
-    return r;
-  }();
-  return *registry;
-}
 
 bool Refused(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound;
@@ -74,9 +54,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     Fail("an accepted request costs more than its data plus the head bound");
   }
   myops::server::CallShm shm;
-  shm.registry = &Registry();
+  shm.registry = &myops::fuzz::RegistryWithRegion();
   shm.reserve = [](int64_t bytes) {
-    if (bytes < 0 || static_cast<uint64_t>(bytes) > kRegionBytes) Fail("a copy beyond the region");
+    if (bytes < 0 || static_cast<uint64_t>(bytes) > myops::fuzz::kFuzzRegionBytes)
+      Fail("a copy beyond the region");
     return absl::OkStatus();
   };
   const auto args = myops::server::DecodeArguments(request, myops::server::TensorLimits{}, &shm);

@@ -9,13 +9,10 @@
 // protobuf take (received bytes plus 8 per packed byte, what the budget reserves) bounds
 // the parsed message; every decoded tensor holds numel * itemsize bytes, and one in
 // shared memory lies inside the region or in a copy the budget granted.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <string>
 
 #include "fuzz_op.h"
+#include "fuzz_shm.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "kserve_codec.h"
 #include "myops/wire/call_wire.h"
@@ -37,27 +34,10 @@ const myops::server::OpInfo& Op() {
   return op;
 }
 
-constexpr uint64_t kRegionBytes = 64 << 10;
-
-// The registry with region "r" (its object unlinked at once: the mapping keeps it).
-myops::server::SharedMemoryRegistry& Registry() {
-  static myops::server::SharedMemoryRegistry* registry = [] {
-    auto* r = new myops::server::SharedMemoryRegistry(myops::server::SharedMemoryLimits{});
-    const std::string key = "/myops_fuzz_" + std::to_string(getpid());
-    const int fd = shm_open(key.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0 || ftruncate(fd, kRegionBytes) != 0) Fail("cannot create the region");
-    close(fd);
-    if (!r->Register("r", key, 0, kRegionBytes).ok()) Fail("cannot register the region");
-    shm_unlink(key.c_str());
-    return r;
-  }();
-  return *registry;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  Registry();
+  myops::fuzz::RegistryWithRegion();
   return myops::fuzz::QuietProtobufLogs();
 }
 
@@ -80,24 +60,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   const size_t reserved = 2 * size + 8 * *packed + 64 * myops::wire::kMaxHeadBytes;
   if (request.SpaceUsedLong() > reserved) Fail("the parsed request outgrows its bound");
   auto refused = [](const absl::Status& s) {
-    return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound;
+    return s.code() == absl::StatusCode::kInvalidArgument ||
+           s.code() == absl::StatusCode::kNotFound;
   };
   myops::server::kserve::Scratch scratch;
   std::vector<myops::server::SharedMemorySlice> slices;
   int64_t granted = 0;
   auto reserve = [&granted](int64_t bytes) {
-    if (bytes < 0 || static_cast<uint64_t>(bytes) > kRegionBytes) Fail("a copy beyond the region");
+    if (bytes < 0 || static_cast<uint64_t>(bytes) > myops::fuzz::kFuzzRegionBytes)
+      Fail("a copy beyond the region");
     granted += bytes;
     return absl::OkStatus();
   };
-  auto args = myops::server::kserve::DecodeInferInputs(
-      Op(), request, myops::server::TensorLimits{}, &Registry(), reserve, &slices, &scratch);
+  auto args = myops::server::kserve::DecodeInferInputs(Op(), request, myops::server::TensorLimits{},
+                                                       &myops::fuzz::RegistryWithRegion(), reserve,
+                                                       &slices, &scratch);
   if (!args.ok()) {
     if (!refused(args.status())) Fail("the decode's code");
     return 0;
   }
   for (const auto& slice : slices) {
-    if (slice.size() > kRegionBytes) Fail("a slice beyond the region");
+    if (slice.size() > myops::fuzz::kFuzzRegionBytes) Fail("a slice beyond the region");
   }
   for (const myops::server::NamedValue& v : *args) {
     if (v.value.kind != myops::server::Value::Kind::kTensor) continue;
@@ -115,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     }
     return 0;
   }
-  auto outputs = myops::server::kserve::OutputSlices(Op(), request, *selected, &Registry());
+  auto outputs = myops::server::kserve::OutputSlices(Op(), request, *selected,
+                                                     &myops::fuzz::RegistryWithRegion());
   if (!outputs.ok() && !refused(outputs.status())) Fail("the output regions' code");
   if (outputs.ok() && !outputs->empty() && outputs->slices.size() != selected->size()) {
     Fail("output regions not indexed like the outputs");
