@@ -156,6 +156,8 @@ TEST(SharedMemoryDeathTest, SigbusOutsideGuardedRegionsStillKills) {
   EXPECT_DEATH(
       {
         ClientObject other(2 * kPage);
+        // The child dies before the destructor runs: unlink now (the mapping stays).
+        shm_unlink(other.key().c_str());
         other.Truncate(0);
         volatile char* p = other.data() + kPage;
         p[0] = 1;
