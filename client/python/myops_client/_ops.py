@@ -40,6 +40,14 @@ Invoke = Callable[[str, list[tuple[str, int, Any]]],
                   Union[Sent, Awaitable[Sent]]]
 
 
+def check_device(device: object) -> None:
+    """Raises TypeError unless ``device`` is a str (a client's device choice,
+    checked before any call is made)."""
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a str ('', 'cpu', 'cuda', "
+                        f"'cuda:N'), not {type(device).__name__}")
+
+
 class Context:
     """How the operators of one ``ops`` tree are called: the invoke function
     (a client's native call, with its device and timeout), whether calls

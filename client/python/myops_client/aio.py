@@ -325,9 +325,7 @@ class CallView:
 
     def __init__(self, client: Client, device: str, timeout: float | None,
                  return_timing: bool, as_torch: bool | None) -> None:
-        if not isinstance(device, str):
-            raise TypeError(f"device must be a str ('', 'cpu', 'cuda', "
-                            f"'cuda:N'), not {type(device).__name__}")
+        _ops.check_device(device)
 
         def invoke(op: str, arguments: list[tuple[str, int, Any]]) -> Any:
             return client._start(client._core._start_call, op, arguments,
