@@ -13,7 +13,7 @@ import pytest
 
 from conftest import TEST_OPS
 from hostile_wire import field
-from fault_helpers import SERVER, ServerProcess
+from fault_helpers import SERVER, ServerProcess, poll
 from values import request
 
 CALL = "/myops.v1.Myops/Call"
@@ -63,7 +63,9 @@ def test_results_beyond_the_message_limit_are_resource_exhausted(stubs):
             assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "more than the largest message this server sends" in raised.value.details()
             stub.Call(request(pb, "myops_test::filled", [2, 2]), timeout=60)  # still serving
-        assert server.gauges_idle()
+        # The server releases a call's budget in OnDone, after the client may already
+        # have its response: wait for it, as the other idle checks do.
+        assert poll(server.gauges_idle), server.metrics()
     finally:
         server.close()
 
