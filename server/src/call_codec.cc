@@ -161,10 +161,8 @@ wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& 
   wire::MessageWriter out;
   auto owner = call.keep_alive.cbegin();
   for (size_t r = 0; r < call.results.size(); ++r) {
-    const CallShm::Result* region = nullptr;
-    if (shm != nullptr && r < shm->results.size() && shm->results[r].has_value()) {
-      region = &*shm->results[r];
-    }
+    const CallShm::Result* region =
+        shm == nullptr ? nullptr : ResultRegion(*shm, r, call.results[r]);
     out.AppendMessage(myops::v1::CallResponse::kOutputsFieldNumber,
                       EncodeValue(call.results[r], &owner, region));
   }

@@ -42,6 +42,7 @@ absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallS
   };
   auto args = DecodeArguments(state->request, service->limits().tensor, &state->shm);
   if (!args.ok()) return args.status();
+  state->shm.inline_unfit = state->request.inline_unfit_results();
   if (absl::Status regions = ResolveResultRegions(state->request, &state->shm); !regions.ok()) {
     return regions;
   }

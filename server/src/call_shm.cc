@@ -74,9 +74,20 @@ OpCall::OutputBuffer ResultBuffer(const CallShm& shm) {
   return {s.data(), static_cast<int64_t>(s.size())};
 }
 
+const CallShm::Result* ResultRegion(const CallShm& shm, size_t r, const Value& result) {
+  if (r >= shm.results.size() || !shm.results[r].has_value()) return nullptr;
+  const CallShm::Result& region = *shm.results[r];
+  if (shm.inline_unfit && (result.kind != Value::Kind::kTensor ||
+                           static_cast<uint64_t>(result.tensor.bytes) > region.slice.size())) {
+    return nullptr;
+  }
+  return &region;
+}
+
 absl::Status FinishRegions(const OpCall& call, const CallShm& shm) {
   for (size_t r = 0; r < shm.results.size(); ++r) {
     if (!shm.results[r].has_value()) continue;
+    if (r < call.results.size() && ResultRegion(shm, r, call.results[r]) == nullptr) continue;
     const std::string field = absl::StrCat("result ", r, " (result_regions[", r, "])");
     if (r >= call.results.size() || call.results[r].kind != Value::Kind::kTensor) {
       return absl::InvalidArgumentError(

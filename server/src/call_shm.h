@@ -34,7 +34,14 @@ struct CallShm {
     SharedMemorySlice slice;
   };
   std::vector<std::optional<Result>> results;  // by schema position; empty: none
+  // CallRequest.inline_unfit_results: a result that is no tensor or does not fit its
+  // region goes into the response instead of failing the call.
+  bool inline_unfit = false;
 };
+
+// The region result `r` goes to: null when it has none, or when it is no tensor or does
+// not fit and shm.inline_unfit says to send it in the response instead.
+const CallShm::Result* ResultRegion(const CallShm& shm, size_t r, const Value& result);
 
 // Tensor `t` (shared_memory set) as a view of its region, or of a copy (non-float dtypes).
 // UNIMPLEMENTED when `shm` is null or has no registry; INVALID_ARGUMENT naming `field`
@@ -53,7 +60,8 @@ OpCall::OutputBuffer ResultBuffer(const CallShm& shm);
 
 // Writes each result with a region there (no copy when it was computed there), then
 // checks every region of the call intact. INVALID_ARGUMENT naming the result when it is
-// no tensor or does not fit; FAILED_PRECONDITION for a region shrunk while in use.
+// no tensor or does not fit (unless shm.inline_unfit); FAILED_PRECONDITION for a region
+// shrunk while in use.
 absl::Status FinishRegions(const OpCall& call, const CallShm& shm);
 
 }  // namespace myops::server

@@ -42,7 +42,7 @@ class CallShmTest : public ::testing::Test {
   void Start(bool allow) {
     ServerOptions options = testing::LoopbackOptions();
     options.shared_memory.allow = allow;
-    options.executor.ops = "myops::*,aten::add.Tensor";
+    options.executor.ops = "myops::*,aten::add.Tensor,aten::size";
     t_ = testing::StartServer(options);
     ASSERT_TRUE(t_.server);
     kserve_ = inference::GRPCInferenceService::NewStub(t_.channel);
@@ -135,6 +135,48 @@ TEST_F(CallShmTest, ErrorsNameTheProblem) {
   status = Call(small_result, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
   EXPECT_NE(status.error_message().find("result 0"), std::string::npos);
+}
+
+// inline_unfit_results: a result that does not fit its region (or is no tensor) comes
+// back as data, the call succeeds; one that fits still goes to the region.
+TEST_F(CallShmTest, UnfitResultsComeInlineWhenAsked) {
+  Start(true);
+  testing::ShmObject in("v1_unfit_in", 64), small("v1_unfit_out", 64);
+  for (int i = 0; i < 16; ++i) in.floats()[i] = static_cast<float>(i);
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "unfit_in", in, 64).ok());
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "unfit_out", small, 64).ok());
+  CallRequest r = ScaleShift(16, "unfit_in", "unfit_out");
+  r.mutable_result_regions(0)->set_byte_size(32);  // 64 bytes to write
+  r.set_inline_unfit_results(true);
+  CallResponse response;
+  grpc::Status status = Call(r, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const myops::v1::Tensor& y = response.outputs(0).tensor();
+  EXPECT_FALSE(y.has_shared_memory());
+  ASSERT_EQ(y.data().size(), 64u);
+  float v = 0;
+  std::memcpy(&v, y.data().data() + 4 * 5, 4);
+  EXPECT_EQ(v, 3.0f * 5 - 1.0f);
+  r.mutable_result_regions(0)->set_byte_size(64);  // fits: written there
+  status = Call(r, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.outputs(0).tensor().shared_memory().region(), "unfit_out");
+  EXPECT_EQ(small.floats()[5], 3.0f * 5 - 1.0f);
+  // A result that is no tensor, with a region: inline too (aten::size.int returns an int).
+  CallRequest numel;
+  numel.set_op("aten::size.int");
+  SetTensor(numel.add_arguments()->mutable_value(), 16, "unfit_in");
+  numel.add_arguments()->mutable_value()->set_int_value(0);
+  numel.add_result_regions()->set_region("unfit_out");
+  numel.mutable_result_regions(0)->set_byte_size(64);
+  numel.set_inline_unfit_results(true);
+  status = Call(numel, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.outputs(0).int_value(), 16);
+  numel.set_inline_unfit_results(false);
+  status = Call(numel, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("not a tensor"), std::string::npos);
 }
 
 TEST_F(CallShmTest, RefusedWithoutTheFlag) {
