@@ -82,6 +82,11 @@ int main(int argc, char** argv) {
   app.add_option("--rate", rates, "Requests/s (open loop); a list sweeps")->delimiter(',');
   app.add_flag("--poisson", base.poisson, "Open loop: Poisson arrivals instead of constant");
   app.add_flag("--stream", base.streaming, "Closed loop over the ScaleShiftStream RPC");
+  app.add_flag("--shared-memory", base.shared_memory,
+               "Tensors through shared memory regions registered with the server (a server on "
+               "this host, started with --allow-shared-memory; myops protocol, unary calls); "
+               "without it they travel in the messages")
+      ->excludes("--stream");
   std::string protocol = "myops", kserve_scalars = "parameters";
   app.add_option("--protocol", protocol,
                  "myops (myops.v1 ScaleShift, or Call with --op) | kserve (the Open Inference "
@@ -172,6 +177,10 @@ int main(int argc, char** argv) {
   base.dtype = *parsed_dtype;
   base.protocol =
       protocol == "kserve" ? myops::loadtest::Protocol::kKServe : myops::loadtest::Protocol::kMyops;
+  if (base.shared_memory && base.protocol == myops::loadtest::Protocol::kKServe) {
+    std::cerr << "--shared-memory: with --protocol myops only\n";
+    return 2;
+  }
   base.kserve_scalars = kserve_scalars == "inputs" ? myops::loadtest::KServeScalars::kInputs
                                                    : myops::loadtest::KServeScalars::kParameters;
   base.load_balancing = load_balancing == "pick_first" ? myops::client::LoadBalancing::kPickFirst
@@ -235,6 +244,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "target " << base.target << ", "
             << (base.protocol == myops::loadtest::Protocol::kKServe ? "kserve ModelInfer, " : "")
+            << (base.shared_memory ? "shared memory, " : "")
             << (base.op.empty() ? dtype : "op " + base.op) << ", " << base.connections
             << " connection(s)\n"
             << myops::loadtest::Table(points);

@@ -410,6 +410,8 @@ absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) 
     options.default_deadline = spec.deadline;
     options.max_message_bytes = 1 << 30;
     options.auth_token = spec.auth_token;
+    options.shared_memory = spec.shared_memory ? myops::client::SharedMemoryMode::kOn
+                                               : myops::client::SharedMemoryMode::kOff;
     // Separate channels even to the same target (gRPC would otherwise share a subchannel).
     options.int_channel_args["grpc.channel_id"] = i;
     auto client = Client::Create(options);

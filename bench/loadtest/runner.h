@@ -34,6 +34,7 @@ struct LoadSpec {
   double rate = 0;               // open loop when > 0: requests per second
   bool poisson = false;          // open loop: exponential inter-arrival times
   bool streaming = false;        // closed loop over ScaleShiftStream instead of unary calls
+  bool shared_memory = false;    // tensors through shared memory (SharedMemoryMode::kOn)
   // --op: the generic Call of this operator with these arguments (call_args.h syntax,
   // parsed into op_values) instead of scale_shift of dtype/shape.
   std::string op;

@@ -157,6 +157,78 @@ TEST_F(CallCodecTest, EveryValueKindEncodesAsProtobufDoes) {
   }
 }
 
+// Tensors placed in shared memory travel as references (Tensor.shared_memory), the
+// result's region and inline_unfit_results come last: protobuf's bytes exactly.
+TEST_F(CallCodecTest, PlacedTensorsEncodeAsRegionReferences) {
+  const std::vector<Value> args = {x_.view(), 2.0, std::vector<TensorView>{y_.view(), x_.view()}};
+  const std::vector<NamedArg> kwargs = {{"t", y_.view()}};
+  CallPlacement placement;
+  placement.tensors.push_back({x_.data(), RegionRef{"r", 0, x_.size_bytes()}});
+  placement.tensors.push_back({y_.data(), RegionRef{"r", 128, y_.size_bytes()}});
+  placement.result = RegionRef{"r", 1 << 20, 300};
+  CallFields call{"myops::scale_shift", args, kwargs, "", 5};
+  call.placement = &placement;
+  ASSERT_TRUE(ValidateCall(call, static_cast<int>(EncodedCallSize(call))).ok());
+  auto pool = SendBufferPool::Create(0);
+  const std::string bytes = Flat(EncodeCallRequest(call, *pool));
+  EXPECT_EQ(bytes.size(), EncodedCallSize(call));
+
+  auto head = [](const TensorView& t, uint64_t offset, v1::Tensor* out) {
+    out->set_dtype(static_cast<v1::DType>(t.dtype));
+    for (int64_t d : t.shape) out->add_shape(d);
+    out->mutable_shared_memory()->set_region("r");
+    out->mutable_shared_memory()->set_offset(offset);
+    out->mutable_shared_memory()->set_byte_size(t.size_bytes);
+  };
+  v1::CallRequest expected;
+  expected.set_op("myops::scale_shift");
+  head(x_.view(), 0, expected.add_arguments()->mutable_value()->mutable_tensor());
+  expected.add_arguments()->mutable_value()->set_float_value(2.0);
+  v1::TensorList* list = expected.add_arguments()->mutable_value()->mutable_tensor_list();
+  head(y_.view(), 128, list->add_tensors());
+  head(x_.view(), 0, list->add_tensors());
+  v1::Argument* t = expected.add_arguments();
+  t->set_name("t");
+  head(y_.view(), 128, t->mutable_value()->mutable_tensor());
+  expected.set_request_id(5);
+  v1::SharedMemoryRef* result = expected.add_result_regions();
+  result->set_region("r");
+  result->set_offset(1 << 20);
+  result->set_byte_size(300);
+  expected.set_inline_unfit_results(true);
+  EXPECT_EQ(bytes, expected.SerializeAsString());
+}
+
+// A result tensor in the call's region is copied out of it; a reference the call did not
+// give (another region, or bytes outside this one) is malformed.
+TEST_F(CallCodecTest, RegionResultsAreReadFromTheCallsRegion) {
+  std::string memory(4096, '\0');
+  std::memcpy(&memory[1024], x_.data(), x_.size_bytes());
+  const ResponseRegion region{"r", memory.data(), memory.size()};
+  auto response = [&](const std::string& name, uint64_t offset) {
+    v1::CallResponse r;
+    v1::Tensor* t = r.add_outputs()->mutable_tensor();
+    t->set_dtype(static_cast<v1::DType>(x_.dtype()));
+    for (int64_t d : x_.shape()) t->add_shape(d);
+    t->mutable_shared_memory()->set_region(name);
+    t->mutable_shared_memory()->set_offset(offset);
+    t->mutable_shared_memory()->set_byte_size(x_.size_bytes());
+    return r.SerializeAsString();
+  };
+  absl::StatusOr<CallResult> r = DecodeCallResponse(Sliced(response("r", 1024), 0), &region);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(std::string(static_cast<const char*>(r->outputs[0].tensor().data),
+                        r->outputs[0].tensor().size_bytes),
+            x_.bytes());
+  for (const auto& [name, offset] : std::vector<std::pair<std::string, uint64_t>>{
+           {"other", 1024}, {"r", 4096 - x_.size_bytes() + 1}, {"r", ~uint64_t{0}}}) {
+    r = DecodeCallResponse(Sliced(response(name, offset), 0), &region);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal) << name << " " << offset;
+  }
+  r = DecodeCallResponse(Sliced(response("r", 1024), 0));  // no region given
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+}
+
 TEST_F(CallCodecTest, LargeTensorsUseThePoolAndEncodeExactly) {
   std::vector<float> values(100000);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);

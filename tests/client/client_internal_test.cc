@@ -16,6 +16,7 @@
 #include "myops/wire/tensor_wire.h"
 #include "retry.h"
 #include "send_buffers.h"
+#include "shm_pool.h"
 
 namespace myops::client::internal {
 namespace {
@@ -384,6 +385,19 @@ TEST(SendBufferPoolTest, KeepsAtMostItsLimitAndOutlivesItsOwner) {
   auto unpooled = SendBufferPool::Create(0);
   { grpc::Slice slice = unpooled->Acquire(mib); }
   EXPECT_EQ(unpooled->retained_bytes(), 0u);
+}
+
+TEST(ShmPoolTest, OnlyThisHostsTargetsAreLocal) {
+  for (const char* target :
+       {"localhost:50051", "127.0.0.1:50051", "[::1]:50051", "unix:///tmp/myops.sock",
+        "ipv4:127.0.0.1:1,127.0.0.2:2", "dns:///localhost:50051", "ipv6:[::1]:50051"}) {
+    EXPECT_TRUE(IsLocalTarget(target)) << target;
+  }
+  for (const char* target :
+       {"myops.internal:50051", "10.0.0.1:50051", "ipv4:127.0.0.1:1,10.0.0.2:2",
+        "dns:///myops-headless.ns.svc:50051", "[2001:db8::1]:50051"}) {
+    EXPECT_FALSE(IsLocalTarget(target)) << target;
+  }
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 #define MYOPS_CLIENT_SRC_CALL_CODEC_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <grpcpp/support/byte_buffer.h>
@@ -25,6 +27,30 @@
 
 namespace myops::client::internal {
 
+// A tensor's bytes in a registered shared memory region (myops.v1.SharedMemoryRef).
+struct RegionRef {
+  absl::string_view region;  // empty: none
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// Which of a call's tensors are in shared memory (shm_call.h places them), and where its
+// result 0 may go (sent with inline_unfit_results, so a result that is no tensor or does
+// not fit comes back inline). Borrows the region names.
+struct CallPlacement {
+  std::vector<std::pair<const void*, RegionRef>> tensors;  // by the tensor's data
+  RegionRef result;
+
+  // The region of tensor `t`; null: it travels inline.
+  const RegionRef* Find(const TensorView& t) const {
+    if (t.size_bytes == 0) return nullptr;
+    for (const auto& [data, ref] : tensors) {
+      if (data == t.data && ref.byte_size == t.size_bytes) return &ref;
+    }
+    return nullptr;
+  }
+};
+
 // One call's fields, as the client's API takes them. Borrows everything.
 struct CallFields {
   absl::string_view op;
@@ -32,6 +58,18 @@ struct CallFields {
   absl::Span<const NamedArg> kwargs;
   absl::string_view device;
   uint64_t request_id = 0;
+  const CallPlacement* placement = nullptr;  // null: every tensor inline
+};
+
+// The region a response's tensors may be in: the call's lease (shm_pool.h). A region
+// tensor naming another region, or bytes outside this one, is malformed.
+struct ResponseRegion {
+  absl::string_view name;
+  char* data = nullptr;
+  uint64_t size = 0;
+  // Set: result tensors in the region stay there (Tensor::InMemoryOf, kept by it);
+  // null: they are copied out.
+  std::shared_ptr<void> owner;
 };
 
 // The size of the CallRequest for `call` as encoded. Requires tensors whose size_bytes
@@ -50,7 +88,10 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
 // Parses a CallResponse. InternalError when the bytes are not one, or an output is
 // malformed (no value, a tensor whose data does not match its dtype and shape, an unknown
 // dtype).
-absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes);
+// Tensors answered as region references (shared_memory) are copied out of `region`;
+// without one they are malformed.
+absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes,
+                                              const ResponseRegion* region = nullptr);
 
 // Parses a CallStreamResponse: its request_id and result, the error of that request, or
 // (request_id 0) InternalError when the bytes are malformed.

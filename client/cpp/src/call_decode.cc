@@ -100,8 +100,32 @@ bool Parse(const grpc::ByteBuffer& bytes, Type type, google::protobuf::MessageLi
   return Rewrite(in, in.remaining(), type, &head, data, 0) && message->ParseFromString(head);
 }
 
+// A result tensor written to `region`: in place (region->owner set) or a copy.
+absl::StatusOr<Tensor> RegionTensor(const v1::Tensor& tensor, const ResponseRegion* region,
+                                    const std::string& what) {
+  const v1::SharedMemoryRef& ref = tensor.shared_memory();
+  if (region == nullptr || ref.region() != region->name || !tensor.data().empty() ||
+      ref.offset() > region->size || ref.byte_size() > region->size - ref.offset()) {
+    return absl::InternalError(
+        absl::StrCat(what, ": a shared memory reference to region '", ref.region(), "' at ",
+                     ref.offset(), " (", ref.byte_size(), " bytes) that this call did not give"));
+  }
+  const auto dtype = static_cast<DType>(tensor.dtype());
+  std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+  char* data = region->data + ref.offset();
+  const auto size = static_cast<size_t>(ref.byte_size());
+  Tensor result = region->owner != nullptr
+                      ? Tensor::InMemoryOf(dtype, std::move(shape), data, size, region->owner)
+                      : Tensor(dtype, std::move(shape), std::string(data, size));
+  if (absl::Status status = ValidateTensorView(result.view(), what); !status.ok()) {
+    return absl::InternalError(status.message());
+  }
+  return result;
+}
+
 absl::StatusOr<Tensor> TakeTensor(const v1::Tensor& tensor, std::vector<std::string>& data,
-                                  const std::string& what) {
+                                  const ResponseRegion* region, const std::string& what) {
+  if (tensor.has_shared_memory()) return RegionTensor(tensor, region, what);
   std::string bytes;
   if (tensor.data().size() == kPlaceholderBytes) {
     uint64_t index = 0;
@@ -121,10 +145,10 @@ absl::StatusOr<Tensor> TakeTensor(const v1::Tensor& tensor, std::vector<std::str
 }
 
 absl::StatusOr<Value> TakeValue(const v1::Value& value, std::vector<std::string>& data,
-                                const std::string& what) {
+                                const ResponseRegion* region, const std::string& what) {
   switch (value.kind_case()) {
     case v1::Value::kTensor: {
-      absl::StatusOr<Tensor> tensor = TakeTensor(value.tensor(), data, what);
+      absl::StatusOr<Tensor> tensor = TakeTensor(value.tensor(), data, region, what);
       if (!tensor.ok()) return tensor.status();
       return Value(*std::move(tensor));
     }
@@ -145,8 +169,8 @@ absl::StatusOr<Value> TakeValue(const v1::Value& value, std::vector<std::string>
     case v1::Value::kTensorList: {
       std::vector<Tensor> tensors;
       for (int i = 0; i < value.tensor_list().tensors_size(); ++i) {
-        absl::StatusOr<Tensor> tensor =
-            TakeTensor(value.tensor_list().tensors(i), data, absl::StrCat(what, ", tensor ", i));
+        absl::StatusOr<Tensor> tensor = TakeTensor(value.tensor_list().tensors(i), data, region,
+                                                   absl::StrCat(what, ", tensor ", i));
         if (!tensor.ok()) return tensor.status();
         tensors.push_back(*std::move(tensor));
       }
@@ -170,12 +194,13 @@ absl::StatusOr<Value> TakeValue(const v1::Value& value, std::vector<std::string>
 }
 
 absl::StatusOr<CallResult> TakeResult(const v1::CallResponse& response,
-                                      std::vector<std::string>& data) {
+                                      std::vector<std::string>& data,
+                                      const ResponseRegion* region) {
   CallResult result;
   result.outputs.reserve(response.outputs_size());
   for (int i = 0; i < response.outputs_size(); ++i) {
     absl::StatusOr<Value> value =
-        TakeValue(response.outputs(i), data, absl::StrCat("server response output ", i));
+        TakeValue(response.outputs(i), data, region, absl::StrCat("server response output ", i));
     if (!value.ok()) return value.status();
     result.outputs.push_back(*std::move(value));
   }
@@ -191,13 +216,14 @@ absl::Status Malformed(const grpc::ByteBuffer& bytes, absl::string_view type) {
 
 }  // namespace
 
-absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes) {
+absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes,
+                                              const ResponseRegion* region) {
   v1::CallResponse response;
   std::vector<std::string> data;
   if (!Parse(bytes, Type::kCallResponse, &response, &data)) {
     return Malformed(bytes, response.GetTypeName());
   }
-  return TakeResult(response, data);
+  return TakeResult(response, data, region);
 }
 
 CallStreamResult DecodeCallStreamResponse(const grpc::ByteBuffer& bytes) {
@@ -211,7 +237,7 @@ CallStreamResult DecodeCallStreamResponse(const grpc::ByteBuffer& bytes) {
   result.request_id = response.request_id();
   switch (response.result_case()) {
     case v1::CallStreamResponse::kResponse:
-      result.result = TakeResult(response.response(), data);
+      result.result = TakeResult(response.response(), data, nullptr);
       if (result.result.ok()) result.result->request_id = result.request_id;
       break;
     case v1::CallStreamResponse::kError: {

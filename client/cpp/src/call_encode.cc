@@ -14,12 +14,14 @@ namespace {
 // Field numbers of proto/myops/v1/myops.proto; every one is below 16, so every key is
 // one byte.
 namespace field {
-constexpr int kRequestOp = 1, kRequestArguments = 2, kRequestDevice = 3, kRequestId = 4;
+constexpr int kRequestOp = 1, kRequestArguments = 2, kRequestDevice = 3, kRequestId = 4,
+              kRequestResultRegions = 5, kRequestInlineUnfit = 6;
 constexpr int kArgumentName = 1, kArgumentValue = 2;
 constexpr int kTensor = 1, kInt = 2, kFloat = 3, kBool = 4, kString = 5, kIntList = 6,
               kFloatList = 7, kTensorList = 8, kScalarType = 9, kNone = 10;
 constexpr int kListValues = 1;  // IntList.values, FloatList.values, TensorList.tensors
-constexpr int kTensorDType = 1, kTensorShape = 2, kTensorData = 3;
+constexpr int kTensorDType = 1, kTensorShape = 2, kTensorData = 3, kTensorSharedMemory = 4;
+constexpr int kRefRegion = 1, kRefOffset = 2, kRefByteSize = 3;
 }  // namespace field
 
 constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2;
@@ -49,19 +51,29 @@ uint64_t PackedIntsSize(const std::vector<int64_t>& values) {
   return n;
 }
 
-uint64_t TensorSize(const TensorView& t) {
+uint64_t RefSize(const RegionRef& ref) {
+  uint64_t n = ref.region.empty() ? 0 : FieldSize(ref.region.size());
+  if (ref.offset != 0) n += 1 + VarintSize(ref.offset);
+  if (ref.byte_size != 0) n += 1 + VarintSize(ref.byte_size);
+  return n;
+}
+
+uint64_t TensorSize(const TensorView& t, const CallPlacement* placement) {
   uint64_t n = 1 + VarintSize(AsVarint(static_cast<int32_t>(t.dtype)));
   if (!t.shape.empty()) n += FieldSize(PackedIntsSize(t.shape));
+  if (const RegionRef* ref = placement == nullptr ? nullptr : placement->Find(t)) {
+    return n + FieldSize(RefSize(*ref));
+  }
   if (t.size_bytes != 0) n += FieldSize(t.size_bytes);
   return n;
 }
 
-uint64_t ValueSize(const Value& value) {
+uint64_t ValueSize(const Value& value, const CallPlacement* placement) {
   switch (value.kind()) {
     case Value::Kind::kNone:
       return FieldSize(0);
     case Value::Kind::kTensor:
-      return FieldSize(TensorSize(value.tensor()));
+      return FieldSize(TensorSize(value.tensor(), placement));
     case Value::Kind::kInt:
       return 1 + VarintSize(AsVarint(value.int_value()));
     case Value::Kind::kFloat:
@@ -80,7 +92,7 @@ uint64_t ValueSize(const Value& value) {
     }
     case Value::Kind::kTensorList: {
       uint64_t n = 0;
-      for (const TensorView& t : value.tensor_list()) n += FieldSize(TensorSize(t));
+      for (const TensorView& t : value.tensor_list()) n += FieldSize(TensorSize(t, placement));
       return FieldSize(n);
     }
     case Value::Kind::kScalarType:
@@ -89,14 +101,14 @@ uint64_t ValueSize(const Value& value) {
   return 0;
 }
 
-uint64_t ArgumentSize(absl::string_view name, const Value& value) {
-  return (name.empty() ? 0 : FieldSize(name.size())) + FieldSize(ValueSize(value));
+uint64_t ArgumentSize(absl::string_view name, const Value& value, const CallPlacement* placement) {
+  return (name.empty() ? 0 : FieldSize(name.size())) + FieldSize(ValueSize(value, placement));
 }
 
 // Writes into a buffer sized by the functions above.
 class Writer {
  public:
-  explicit Writer(uint8_t* out) : out_(out) {}
+  Writer(uint8_t* out, const CallPlacement* placement) : out_(out), placement_(placement) {}
   uint8_t* position() const { return out_; }
 
   void Varint(uint64_t value) {
@@ -127,12 +139,26 @@ class Writer {
     Header(field, PackedIntsSize(values));
     for (int64_t v : values) Varint(AsVarint(v));
   }
+  void Ref(int field, const RegionRef& ref) {
+    Header(field, RefSize(ref));
+    if (!ref.region.empty()) String(field::kRefRegion, ref.region);
+    if (ref.offset != 0) {
+      Tag(field::kRefOffset, kVarint);
+      Varint(ref.offset);
+    }
+    if (ref.byte_size != 0) {
+      Tag(field::kRefByteSize, kVarint);
+      Varint(ref.byte_size);
+    }
+  }
   void Tensor(int field, const TensorView& t) {
-    Header(field, TensorSize(t));
+    Header(field, TensorSize(t, placement_));
     Tag(field::kTensorDType, kVarint);
     Varint(AsVarint(static_cast<int32_t>(t.dtype)));
     if (!t.shape.empty()) PackedInts(field::kTensorShape, t.shape);
-    if (t.size_bytes != 0) {
+    if (const RegionRef* ref = placement_ == nullptr ? nullptr : placement_->Find(t)) {
+      Ref(field::kTensorSharedMemory, *ref);  // The data is in the region already.
+    } else if (t.size_bytes != 0) {
       Header(field::kTensorData, t.size_bytes);
       Raw(t.data, t.size_bytes);  // The one copy of the tensor's data.
     }
@@ -141,6 +167,7 @@ class Writer {
 
  private:
   uint8_t* out_;
+  const CallPlacement* placement_;
 };
 
 void Writer::Value(const client::Value& value) {
@@ -184,7 +211,7 @@ void Writer::Value(const client::Value& value) {
     case Value::Kind::kTensorList: {
       const std::vector<TensorView> tensors = value.tensor_list();
       uint64_t n = 0;
-      for (const TensorView& t : tensors) n += FieldSize(TensorSize(t));
+      for (const TensorView& t : tensors) n += FieldSize(TensorSize(t, placement_));
       Header(field::kTensorList, n);
       for (const TensorView& t : tensors) Tensor(field::kListValues, t);
       return;
@@ -202,9 +229,11 @@ std::string ArgumentName(size_t index, const NamedArg* named) {
   return absl::StrCat("argument ", index + 1);
 }
 
-absl::Status ValidateTensor(const TensorView& t, const std::string& what, int max_message_bytes) {
+absl::Status ValidateTensor(const TensorView& t, const std::string& what, int max_message_bytes,
+                            const CallPlacement* placement) {
   if (absl::Status status = ValidateTensorView(t, what); !status.ok()) return status;
-  if (t.size_bytes > static_cast<size_t>(max_message_bytes)) {
+  const bool placed = placement != nullptr && placement->Find(t) != nullptr;
+  if (!placed && t.size_bytes > static_cast<size_t>(max_message_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": ", t.size_bytes, " bytes exceed the client's max_message_bytes (",
         max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
@@ -212,15 +241,16 @@ absl::Status ValidateTensor(const TensorView& t, const std::string& what, int ma
   return absl::OkStatus();
 }
 
-absl::Status ValidateValue(const Value& value, const std::string& what, int max_message_bytes) {
+absl::Status ValidateValue(const Value& value, const std::string& what, int max_message_bytes,
+                           const CallPlacement* placement) {
   switch (value.kind()) {
     case Value::Kind::kTensor:
-      return ValidateTensor(value.tensor(), what, max_message_bytes);
+      return ValidateTensor(value.tensor(), what, max_message_bytes, placement);
     case Value::Kind::kTensorList: {
       const std::vector<TensorView> tensors = value.tensor_list();
       for (size_t i = 0; i < tensors.size(); ++i) {
-        absl::Status status =
-            ValidateTensor(tensors[i], absl::StrCat(what, ", tensor ", i + 1), max_message_bytes);
+        absl::Status status = ValidateTensor(tensors[i], absl::StrCat(what, ", tensor ", i + 1),
+                                             max_message_bytes, placement);
         if (!status.ok()) return status;
       }
       return absl::OkStatus();
@@ -241,10 +271,16 @@ absl::Status ValidateValue(const Value& value, const std::string& what, int max_
 
 uint64_t EncodedCallSize(const CallFields& call) {
   uint64_t n = call.op.empty() ? 0 : FieldSize(call.op.size());
-  for (const Value& value : call.args) n += FieldSize(ArgumentSize("", value));
-  for (const NamedArg& arg : call.kwargs) n += FieldSize(ArgumentSize(arg.name, arg.value));
+  const CallPlacement* placement = call.placement;
+  for (const Value& value : call.args) n += FieldSize(ArgumentSize("", value, placement));
+  for (const NamedArg& arg : call.kwargs) {
+    n += FieldSize(ArgumentSize(arg.name, arg.value, placement));
+  }
   if (!call.device.empty()) n += FieldSize(call.device.size());
   if (call.request_id != 0) n += 1 + VarintSize(call.request_id);
+  if (placement != nullptr && !placement->result.region.empty()) {
+    n += FieldSize(RefSize(placement->result)) + 2;  // result_regions, inline_unfit_results
+  }
   return n;
 }
 
@@ -254,7 +290,8 @@ absl::Status ValidateCall(const CallFields& call, int max_message_bytes) {
         "op is empty; expected \"namespace::name\" or \"namespace::name.overload\"");
   }
   for (size_t i = 0; i < call.args.size(); ++i) {
-    absl::Status status = ValidateValue(call.args[i], ArgumentName(i, nullptr), max_message_bytes);
+    absl::Status status =
+        ValidateValue(call.args[i], ArgumentName(i, nullptr), max_message_bytes, call.placement);
     if (!status.ok()) return status;
   }
   for (size_t i = 0; i < call.kwargs.size(); ++i) {
@@ -269,7 +306,8 @@ absl::Status ValidateCall(const CallFields& call, int max_message_bytes) {
             "argument \"", arg.name, "\" is given twice; expected each keyword at most once"));
       }
     }
-    absl::Status status = ValidateValue(arg.value, ArgumentName(i, &arg), max_message_bytes);
+    absl::Status status =
+        ValidateValue(arg.value, ArgumentName(i, &arg), max_message_bytes, call.placement);
     if (!status.ok()) return status;
   }
   const uint64_t size = EncodedCallSize(call);
@@ -287,12 +325,12 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
   const uint64_t size = EncodedCallSize(call);
   grpc::Slice buffer = pool.Acquire(size);
   uint8_t* const begin = const_cast<uint8_t*>(buffer.begin());  // Ours until sent.
-  Writer out(begin);
+  Writer out(begin, call.placement);
   if (!call.op.empty()) out.String(field::kRequestOp, call.op);
   auto argument = [&](absl::string_view name, const Value& value) {
-    out.Header(field::kRequestArguments, ArgumentSize(name, value));
+    out.Header(field::kRequestArguments, ArgumentSize(name, value, call.placement));
     if (!name.empty()) out.String(field::kArgumentName, name);
-    out.Header(field::kArgumentValue, ValueSize(value));
+    out.Header(field::kArgumentValue, ValueSize(value, call.placement));
     out.Value(value);
   };
   for (const Value& value : call.args) argument("", value);
@@ -301,6 +339,11 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
   if (call.request_id != 0) {
     out.Tag(field::kRequestId, kVarint);
     out.Varint(call.request_id);
+  }
+  if (call.placement != nullptr && !call.placement->result.region.empty()) {
+    out.Ref(field::kRequestResultRegions, call.placement->result);
+    out.Tag(field::kRequestInlineUnfit, kVarint);
+    out.Varint(1);
   }
   assert(static_cast<uint64_t>(out.position() - begin) == size);
   return grpc::ByteBuffer(&buffer, 1);

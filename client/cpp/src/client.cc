@@ -2,6 +2,7 @@
 // myops/client/client.h; the asynchronous calls are in client_async.cc).
 #include "myops/client/client.h"
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,7 @@
 #include "grpc_status.h"
 #include "health.h"
 #include "retry.h"
+#include "shm_call.h"
 #include "stream_session_impl.h"
 
 namespace myops::client {
@@ -41,6 +43,41 @@ absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& 
         *replica = internal::ServingReplica(*context);
         return status;
       }));
+}
+
+// scale_shift as a Call with x in shared memory (ClientOptions::shared_memory), `read`
+// taking the response: absl::Status(const grpc::ByteBuffer&, const
+// std::shared_ptr<ShmCall>&, std::string replica). False when x does not go to shared memory: the
+// raw ScaleShift RPC then.
+template <typename Read>
+absl::StatusOr<bool> ViaSharedMemory(const internal::ClientCore& core, const TensorView& x,
+                                     double alpha, double beta, const CallOptions& options,
+                                     Read read) {
+  if (core.shm == nullptr || x.size_bytes == 0 || !core.shm->Wants(x.size_bytes)) return false;
+  const Value args[] = {x, alpha, beta};
+  internal::CallFields call{"myops::scale_shift", args, {}, options.device, 0};
+  for (int placements = 1;; ++placements) {
+    absl::StatusOr<internal::ShmCall> placed =
+        internal::PlaceCall(core.shm.get(), call, x.size_bytes);
+    if (!placed.ok()) return placed.status();
+    if (!placed->active()) return false;
+    auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
+    call.placement = &shm->placement;
+    grpc::ByteBuffer response;
+    std::string replica;
+    absl::Status status = internal::CallRaw(core, call, options, &response, &replica);
+    if (!status.ok()) {
+      // Once more with new regions when the server lost this client's (it restarted).
+      if (placements == 1 && internal::ForgetIfUnknownRegion(core.shm.get(), *shm, status)) {
+        continue;
+      }
+      return status;
+    }
+    if (absl::Status read_status = read(response, shm, std::move(replica)); !read_status.ok()) {
+      return read_status;
+    }
+    return true;
+  }
 }
 
 absl::Status CheckOutputBuffer(const TensorView& x, const MutableTensorView& out) {
@@ -79,6 +116,21 @@ const ClientOptions& Client::options() const { return core_->options; }
 
 absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double alpha, double beta,
                                                     const CallOptions& options) {
+  if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) return status;
+  ScaleShiftResult shm_result;
+  absl::StatusOr<bool> shm =
+      ViaSharedMemory(*core_, x, alpha, beta, options,
+                      [&](const grpc::ByteBuffer& response,
+                          const std::shared_ptr<internal::ShmCall>& call, std::string replica) {
+                        absl::StatusOr<ScaleShiftResult> y = internal::DecodeScaleShift(
+                            response, call, x, options.results_in_shared_memory);
+                        if (!y.ok()) return y.status();
+                        shm_result = *std::move(y);
+                        shm_result.timing.replica = std::move(replica);
+                        return absl::OkStatus();
+                      });
+  if (!shm.ok()) return shm.status();
+  if (*shm) return shm_result;
   if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
                                                       core_->options.max_message_bytes);
       !status.ok()) {
@@ -98,12 +150,26 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
 absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
                                               const MutableTensorView& out,
                                               const CallOptions& options) {
+  if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) return status;
+  if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
+  Timing shm_timing;
+  absl::StatusOr<bool> shm = ViaSharedMemory(
+      *core_, x, alpha, beta, options,
+      [&](const grpc::ByteBuffer& response, const std::shared_ptr<internal::ShmCall>& call,
+          std::string replica) {
+        absl::StatusOr<Timing> timing = internal::DecodeScaleShiftInto(response, *call, x, out);
+        if (!timing.ok()) return timing.status();
+        shm_timing = *std::move(timing);
+        shm_timing.replica = std::move(replica);
+        return absl::OkStatus();
+      });
+  if (!shm.ok()) return shm.status();
+  if (*shm) return shm_timing;
   if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
                                                       core_->options.max_message_bytes);
       !status.ok()) {
     return status;
   }
-  if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
   grpc::ByteBuffer response;
   std::string replica;
   if (absl::Status status = CallScaleShift(*core_, x, alpha, beta, options, &response, &replica);

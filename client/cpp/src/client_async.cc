@@ -2,6 +2,9 @@
 // GetServerInfoAsync, HealthAsync) and their cancellation handle AsyncCall (see
 // myops/client/client.h). All run through StartAsyncUnary (async_call.h); the protobuf
 // messages of ListOperators and ServerInfo are (de)serialized here by the generated code.
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "health.h"
 #include "myops/client/client.h"
 #include "retry.h"
+#include "shm_call.h"
 
 namespace myops::client {
 namespace {
@@ -46,6 +50,35 @@ absl::StatusOr<Message> ParseResponse(const grpc::Status& status, grpc::ByteBuff
   return message;
 }
 
+// Starts the raw Call of `call` (validated first), `done` taking its status, response and
+// replica; null when `call` is invalid (`done` has run). Keeps `shm` (the call's region)
+// until `done` has run.
+using CallDone = std::function<void(absl::Status, const grpc::ByteBuffer&, std::string)>;
+std::shared_ptr<internal::AsyncCallState> StartCall(
+    const std::shared_ptr<internal::ClientCore>& core_, const internal::CallFields& call,
+    const CallOptions& options, CallDone done, std::shared_ptr<const internal::ShmCall> shm) {
+  if (absl::Status status = internal::ValidateCall(call, core_->options.max_message_bytes);
+      !status.ok()) {
+    done(std::move(status), grpc::ByteBuffer(), "");
+    return nullptr;
+  }
+  return internal::StartAsyncUnary(
+      core_, *core_->call, internal::EncodeCallRequest(call, *core_->send_buffers),
+      internal::CallDeadline(core_->options, options),
+      [done = std::move(done), shm = std::move(shm), pool = std::weak_ptr(core_->shm)](
+          grpc::Status status, grpc::ByteBuffer response, std::string replica) {
+        absl::Status result = internal::ToAbslStatus(status);
+        if (!result.ok()) {
+          // The next call registers new regions when the server lost this client's (it
+          // restarted); this one fails, its arguments are gone.
+          if (std::shared_ptr<internal::ShmPool> p = pool.lock()) {
+            internal::ForgetIfUnknownRegion(p.get(), *shm, result);
+          }
+        }
+        done(std::move(result), response, std::move(replica));
+      });
+}
+
 }  // namespace
 
 AsyncCall::AsyncCall(std::shared_ptr<internal::AsyncCallState> state) : state_(std::move(state)) {}
@@ -56,6 +89,38 @@ void AsyncCall::Cancel() const {
 
 AsyncCall Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
                                   ScaleShiftCallback done, const CallOptions& options) {
+  if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) {
+    done(std::move(status));
+    return AsyncCall();
+  }
+  if (core_->shm != nullptr && x.size_bytes != 0 && core_->shm->Wants(x.size_bytes)) {
+    // scale_shift as a Call with x in shared memory (ClientOptions::shared_memory).
+    const Value args[] = {x, alpha, beta};
+    internal::CallFields call{"myops::scale_shift", args, {}, options.device, 0};
+    absl::StatusOr<internal::ShmCall> placed =
+        internal::PlaceCall(core_->shm.get(), call, x.size_bytes);
+    if (!placed.ok()) {
+      done(placed.status());
+      return AsyncCall();
+    }
+    if (placed->active()) {
+      auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
+      call.placement = &shm->placement;
+      return AsyncCall(StartCall(
+          core_, call, options,
+          [done = std::move(done), shm, dtype = x.dtype, shape = x.shape,
+           in_place = options.results_in_shared_memory](
+              absl::Status status, const grpc::ByteBuffer& response, std::string replica) {
+            if (!status.ok()) return done(std::move(status));
+            const TensorView x{dtype, shape, nullptr, 0};
+            absl::StatusOr<ScaleShiftResult> y =
+                internal::DecodeScaleShift(response, shm, x, in_place);
+            if (y.ok()) y->timing.replica = std::move(replica);
+            done(std::move(y));
+          },
+          shm));
+    }
+  }
   if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
                                                       core_->options.max_message_bytes);
       !status.ok()) {
@@ -68,19 +133,24 @@ AsyncCall Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta
 AsyncCall Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
                             absl::Span<const NamedArg> kwargs, CallCallback done,
                             const CallOptions& options) {
-  const internal::CallFields call{op, args, kwargs, options.device, 0};
-  if (absl::Status status = internal::ValidateCall(call, core_->options.max_message_bytes);
-      !status.ok()) {
-    done(std::move(status));
+  internal::CallFields call{op, args, kwargs, options.device, 0};
+  absl::StatusOr<internal::ShmCall> placed = internal::PlaceCall(core_->shm.get(), call);
+  if (!placed.ok()) {
+    done(placed.status());
     return AsyncCall();
   }
-  return AsyncCall(internal::StartAsyncUnary(
-      core_, *core_->call, internal::EncodeCallRequest(call, *core_->send_buffers),
-      internal::CallDeadline(core_->options, options),
-      [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response, std::string) {
-        done(status.ok() ? internal::DecodeCallResponse(response)
-                         : absl::StatusOr<CallResult>(internal::ToAbslStatus(status)));
-      }));
+  auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
+  call.placement = shm->placement_or_null();
+  return AsyncCall(StartCall(
+      core_, call, options,
+      [done = std::move(done), shm, in_place = options.results_in_shared_memory](
+          absl::Status status, const grpc::ByteBuffer& response, std::string) {
+        if (!status.ok()) return done(std::move(status));
+        const std::optional<internal::ResponseRegion> region =
+            internal::ResultRegion(shm, in_place);
+        done(internal::DecodeCallResponse(response, region ? &*region : nullptr));
+      },
+      shm));
 }
 
 AsyncCall Client::ListOperatorsAsync(OperatorsCallback done, const CallOptions& options) {

@@ -1,5 +1,8 @@
 // Client's generic calls: Call, OpenCallStream and ListOperators (see
 // myops/client/client.h; the bytes are call_codec.h's; CallAsync is in client_async.cc).
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include <grpcpp/client_context.h>
@@ -11,30 +14,51 @@
 #include "grpc_status.h"
 #include "myops/client/client.h"
 #include "retry.h"
+#include "shm_call.h"
 #include "stream_session_impl.h"
 
 namespace myops::client {
 
+absl::Status internal::CallRaw(const ClientCore& core, const CallFields& call,
+                               const CallOptions& options, grpc::ByteBuffer* response,
+                               std::string* replica) {
+  if (absl::Status status = ValidateCall(call, core.options.max_message_bytes); !status.ok()) {
+    return status;
+  }
+  const grpc::ByteBuffer request = EncodeCallRequest(call, *core.send_buffers);
+  return ToAbslStatus(CallWithRetries(
+      core.options.retry, CallDeadline(core.options, options), [&](grpc::ClientContext* context) {
+        core.Authorize(context);
+        response->Clear();
+        grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+            core.channel.get(), *core.call, context, request, response);
+        if (replica != nullptr) *replica = ServingReplica(*context);
+        return status;
+      }));
+}
+
 absl::StatusOr<CallResult> Client::Call(absl::string_view op, absl::Span<const Value> args,
                                         absl::Span<const NamedArg> kwargs,
                                         const CallOptions& options) {
-  const internal::CallFields call{op, args, kwargs, options.device, 0};
-  if (absl::Status status = internal::ValidateCall(call, core_->options.max_message_bytes);
-      !status.ok()) {
-    return status;
+  internal::CallFields call{op, args, kwargs, options.device, 0};
+  for (int placements = 1;; ++placements) {
+    absl::StatusOr<internal::ShmCall> placed = internal::PlaceCall(core_->shm.get(), call);
+    if (!placed.ok()) return placed.status();
+    auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
+    call.placement = shm->placement_or_null();
+    grpc::ByteBuffer response;
+    absl::Status status = internal::CallRaw(*core_, call, options, &response);
+    if (!status.ok()) {
+      // Once more with new regions when the server lost this client's (it restarted).
+      if (placements == 1 && internal::ForgetIfUnknownRegion(core_->shm.get(), *shm, status)) {
+        continue;
+      }
+      return status;
+    }
+    const std::optional<internal::ResponseRegion> region =
+        internal::ResultRegion(shm, options.results_in_shared_memory);
+    return internal::DecodeCallResponse(response, region ? &*region : nullptr);
   }
-  const grpc::ByteBuffer request = internal::EncodeCallRequest(call, *core_->send_buffers);
-  grpc::ByteBuffer response;
-  grpc::Status status = internal::CallWithRetries(
-      core_->options.retry, internal::CallDeadline(core_->options, options),
-      [&](grpc::ClientContext* context) {
-        core_->Authorize(context);
-        response.Clear();
-        return grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-            core_->channel.get(), *core_->call, context, request, &response);
-      });
-  if (!status.ok()) return internal::ToAbslStatus(status);
-  return internal::DecodeCallResponse(response);
 }
 
 absl::StatusOr<std::unique_ptr<CallStreamSession>> Client::OpenCallStream(

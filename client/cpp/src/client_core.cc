@@ -55,6 +55,24 @@ absl::Status ValidateClientOptions(const ClientOptions& options) {
   if (options.max_pooled_send_bytes < 0) {
     return invalid("max_pooled_send_bytes is ", options.max_pooled_send_bytes, "; expected >= 0");
   }
+  if (options.shared_memory != SharedMemoryMode::kAuto &&
+      options.shared_memory != SharedMemoryMode::kOn &&
+      options.shared_memory != SharedMemoryMode::kOff) {
+    return invalid("shared_memory is ", static_cast<int>(options.shared_memory),
+                   "; expected kAuto, kOn or kOff");
+  }
+  if (options.shared_memory_min_bytes < 0) {
+    return invalid("shared_memory_min_bytes is ", options.shared_memory_min_bytes,
+                   "; expected >= 0");
+  }
+  if (options.max_shared_memory_bytes <= 0) {
+    return invalid("max_shared_memory_bytes is ", options.max_shared_memory_bytes,
+                   "; expected > 0");
+  }
+  if (options.max_pooled_shared_memory_bytes < 0) {
+    return invalid("max_pooled_shared_memory_bytes is ", options.max_pooled_shared_memory_bytes,
+                   "; expected >= 0");
+  }
   const RetryPolicy& retry = options.retry;
   if (retry.max_attempts < 1 || retry.max_attempts > kMaxAttempts) {
     return invalid("retry.max_attempts is ", retry.max_attempts, "; expected in [1, ", kMaxAttempts,
@@ -148,6 +166,13 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
   core->send_buffers = SendBufferPool::Create(static_cast<size_t>(options.max_pooled_send_bytes));
   if (!options.auth_token.empty()) {
     core->authorization = "Bearer " + options.auth_token;
+  }
+  if (options.shared_memory != SharedMemoryMode::kOff) {
+    core->shm = ShmPool::Create(core->channel, options,
+                                [authorization = core->authorization](grpc::ClientContext* c) {
+                                  if (!authorization.empty())
+                                    c->AddMetadata("authorization", authorization);
+                                });
   }
   core->options = std::move(options);
   return core;

@@ -18,6 +18,7 @@
 #include "myops/client/options.h"
 #include "myops/v1/myops.grpc.pb.h"
 #include "send_buffers.h"
+#include "shm_pool.h"
 
 namespace myops::client::internal {
 
@@ -45,6 +46,8 @@ struct ClientCore {
   std::unique_ptr<const grpc::internal::RpcMethod> health_check;    // Likewise.
   std::unique_ptr<grpc::GenericStub> generic_stub;  // Raw unary ScaleShift, grpc.health.v1.
   std::shared_ptr<SendBufferPool> send_buffers;     // Thread-safe.
+  // Shared memory regions (shm_pool.h); null with SharedMemoryMode::kOff. Thread-safe.
+  std::shared_ptr<ShmPool> shm;
   std::string authorization;  // "Bearer <token>", or empty without options.auth_token.
 
   // Adds the call metadata every call carries (the bearer token, if any) to a new

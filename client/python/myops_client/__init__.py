@@ -76,7 +76,8 @@ class Client(_CoreClient):
     Client(target, *, timeout=30.0, max_message_bytes=2**30, retries=2,
            retry_backoff=0.1, max_retry_backoff=2.0, root_certificates=None,
            private_key=None, certificate_chain=None, channel_args=None,
-           token=None, load_balancing="round_robin", health_checking=False)
+           token=None, load_balancing="round_robin", health_checking=False,
+           shared_memory="auto")
 
     A ``target`` that resolves to many addresses
     (``"dns:///myops-headless.NS.svc:50051"``,
@@ -94,6 +95,12 @@ class Client(_CoreClient):
     extra gRPC channel arguments, ``{"grpc.keepalive_time_ms": 10000}``.
     ``token``: the server's bearer token (``--auth-token-file``), sent as
     ``authorization: Bearer <token>`` on every call.
+    ``shared_memory``: with a server on this host started with
+    ``--allow-shared-memory``, arrays of 64 KiB or more travel through
+    shared memory regions the client registers and reuses, not the socket
+    (``"auto"``: when the target is this host and the server accepts them,
+    else silently inline; ``"on"``: every array, and a call fails when the
+    server cannot use them; ``"off"``: never).
     Use as a context manager, or call ``close()``.
 
     ``scale_shift`` is the typed call of ``myops::scale_shift``; ``call``

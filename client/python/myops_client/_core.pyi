@@ -1,6 +1,6 @@
 # Type stubs of myops_client._core, the native core of the myops Python client
 # (src/*.cc). The public API is re-exported, with array conversion, by myops_client.
-from typing import Any
+from typing import Any, Literal
 
 from typing_extensions import Buffer
 
@@ -98,6 +98,7 @@ class Client:
         token: str | None = None,
         load_balancing: str = "round_robin",
         health_checking: bool = False,
+        shared_memory: Literal["auto", "on", "off"] = "auto",
     ) -> None: ...
     @property
     def target(self) -> str: ...

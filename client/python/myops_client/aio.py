@@ -78,6 +78,7 @@ class Client:
         token: str | None = None,
         load_balancing: str = "round_robin",
         health_checking: bool = False,
+        shared_memory: Literal["auto", "on", "off"] = "auto",
     ) -> None:
         self._core = _CoreClient(
             target, timeout=timeout, max_message_bytes=max_message_bytes,
@@ -86,7 +87,7 @@ class Client:
             root_certificates=root_certificates, private_key=private_key,
             certificate_chain=certificate_chain, channel_args=channel_args,
             token=token, load_balancing=load_balancing,
-            health_checking=health_checking)
+            health_checking=health_checking, shared_memory=shared_memory)
         # Where the native calls finish, and the loop whose reader drains it
         # (None until the first call).
         self._queue = CompletionQueue()

@@ -170,6 +170,35 @@ parse_load_balancing(PyObject *value, mc::LoadBalancing *out)
 }
 
 int
+parse_shared_memory(PyObject *value, mc::SharedMemoryMode *out)
+{
+    if (value == NULL || value == Py_None) {
+        return 0;
+    }
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError,
+                     "shared_memory must be a str, not %.200s",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    static const struct {
+        const char *name;
+        mc::SharedMemoryMode mode;
+    } kModes[] = {{"auto", mc::SharedMemoryMode::kAuto},
+                  {"on", mc::SharedMemoryMode::kOn},
+                  {"off", mc::SharedMemoryMode::kOff}};
+    for (const auto &m : kModes) {
+        if (PyUnicode_CompareWithASCIIString(value, m.name) == 0) {
+            *out = m.mode;
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "shared_memory is %R; expected 'auto', 'on' or 'off'", value);
+    return -1;
+}
+
+int
 parse_token(PyObject *value, std::string *out)
 {
     if (value == NULL || value == Py_None) {

@@ -66,6 +66,9 @@ int parse_bool(PyObject *value, const char *what, bool *out);
 /* load_balancing: None, "round_robin" or "pick_first". */
 int parse_load_balancing(PyObject *value, mc::LoadBalancing *out);
 
+/* shared_memory: None, "auto", "on" or "off". */
+int parse_shared_memory(PyObject *value, mc::SharedMemoryMode *out);
+
 /* Dims of a shape argument (a tuple, or a list, of ints >= 0). */
 int parse_shape(PyObject *value, std::vector<int64_t> *shape);
 

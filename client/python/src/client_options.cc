@@ -25,20 +25,22 @@ parse_client_init(PyObject *args, PyObject *kwds, mc::ClientOptions *options,
                                    "token",
                                    "load_balancing",
                                    "health_checking",
+                                   "shared_memory",
                                    NULL};
     PyObject *timeout_obj = NULL, *root = NULL;
     PyObject *key = NULL, *chain = NULL, *channel_args = NULL;
     PyObject *max_message_bytes_obj = NULL, *retries_obj = NULL;
     PyObject *token = NULL, *load_balancing = NULL;
-    PyObject *health_checking = NULL;
+    PyObject *health_checking = NULL, *shared_memory = NULL;
     long long max_message_bytes = 1LL << 30;
     long long retries = 2;
     double retry_backoff = 0.1, max_retry_backoff = 2.0;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kwds, "U|$OOOddOOOOOOO:Client", const_cast<char **>(kwlist),
+            args, kwds, "U|$OOOddOOOOOOOO:Client", const_cast<char **>(kwlist),
             target, &timeout_obj, &max_message_bytes_obj, &retries_obj,
             &retry_backoff, &max_retry_backoff, &root, &key, &chain,
-            &channel_args, &token, &load_balancing, &health_checking)) {
+            &channel_args, &token, &load_balancing, &health_checking,
+            &shared_memory)) {
         return -1;
     }
     if (timeout_obj != NULL &&
@@ -87,7 +89,8 @@ parse_client_init(PyObject *args, PyObject *kwds, mc::ClientOptions *options,
         parse_token(token, &options->auth_token) < 0 ||
         parse_load_balancing(load_balancing, &options->load_balancing) < 0 ||
         parse_bool(health_checking, "health_checking",
-                   &options->health_checking) < 0) {
+                   &options->health_checking) < 0 ||
+        parse_shared_memory(shared_memory, &options->shared_memory) < 0) {
         return -1;
     }
     return 0;

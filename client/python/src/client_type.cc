@@ -69,11 +69,14 @@ as_client(PyObject *op)
 }
 
 /* The call options of one call: the per-call timeout (None: the client's)
- * and device (None or str). */
+ * and device (None or str). Results the server wrote to the client's shared
+ * memory stay there: the Result (and so every array viewing it) keeps the
+ * region until it is gone, no copy. */
 int
 parse_call_options(ClientObject *self, PyObject *timeout, PyObject *device,
                    mc::CallOptions *call)
 {
+    call->results_in_shared_memory = true;
     double seconds = self->timeout;
     if (timeout != NULL && timeout != Py_None &&
         parse_timeout(timeout, "timeout", &seconds) < 0) {

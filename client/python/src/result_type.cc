@@ -173,8 +173,9 @@ result_getbuffer(PyObject *op, Py_buffer *view, int flags)
         return -1;
     }
     myops::client::Tensor &tensor = self->data.tensor;
-    /* Writable: the bytes belong to this Result alone, and the arrays made
-     * from it are ordinary writable outputs. */
+    /* Writable: the bytes belong to this Result alone (its own, or its
+     * shared memory region's, which no other call uses while it lives), and
+     * the arrays made from it are ordinary writable outputs. */
     if (PyBuffer_FillInfo(view, op, tensor.mutable_data(),
                           static_cast<Py_ssize_t>(tensor.size_bytes()),
                           /*readonly=*/0, flags) < 0) {
@@ -203,7 +204,10 @@ result_release(PyObject *op, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     return guarded<PyObject *>(NULL, [&]() -> PyObject * {
-        (void)self->data.tensor.release_bytes(); /* freed right here */
+        /* Freed (or its shared memory region let go) right here. */
+        myops::client::Tensor &tensor = self->data.tensor;
+        tensor = myops::client::Tensor(tensor.dtype(), tensor.shape(),
+                                       std::string());
         self->data.released = true;
         Py_RETURN_NONE;
     });

@@ -55,6 +55,29 @@ struct TlsOptions {
   std::string client_key_pem;
 };
 
+// Whether a Client passes tensors through shared memory. A server on the same host that
+// was started with --allow-shared-memory maps POSIX shared memory regions the client
+// registers (the Open Inference Protocol's system shared memory extension): the
+// tensors of a call then cross no socket, only the call's small request and response do.
+// Applies to Call, CallAsync, ScaleShift, ScaleShiftInto and ScaleShiftAsync (streams
+// send their tensors inline). Tensors are copied once into a region of a pool that the
+// client reuses across calls, and results once out of it.
+enum class SharedMemoryMode {
+  // Tensors of shared_memory_min_bytes or more, when the target is this host (a unix
+  // socket, localhost or a loopback address) and the server accepts the client's
+  // regions; otherwise, or while the pool has no room, inline, silently. The first call
+  // that would use it finds out (one registration RPC); a server that refuses (not
+  // started with --allow-shared-memory, or one that cannot open the client's regions:
+  // another host, container or user) is not asked again by this Client.
+  kAuto,
+  // Every tensor (with data) of those calls; a call fails when shared memory cannot be
+  // used (FAILED_PRECONDITION or UNIMPLEMENTED saying why) or the pool has no room
+  // (RESOURCE_EXHAUSTED).
+  kOn,
+  // Never.
+  kOff,
+};
+
 // Options of one Client (and its one channel).
 struct ClientOptions {
   // gRPC target, e.g. "localhost:50051", "dns:///myops.internal:50051", many replicas
@@ -94,6 +117,17 @@ struct ClientOptions {
   // written; released buffers are kept for reuse (no fresh page faults per request) up
   // to this many bytes in all. 0 frees every buffer after its call. Must be >= 0.
   int64_t max_pooled_send_bytes = int64_t{256} << 20;
+  // Shared memory with a server on this host (see SharedMemoryMode).
+  SharedMemoryMode shared_memory = SharedMemoryMode::kAuto;
+  // kAuto: the smallest tensor that goes to shared memory, bytes; smaller ones travel
+  // inline (a registration and a copy cost more than sending them). >= 0.
+  int64_t shared_memory_min_bytes = int64_t{64} << 10;
+  // The most bytes of shared memory regions the client has at once, in use and pooled;
+  // a call that needs more travels inline (kAuto) or fails (kOn). > 0.
+  int64_t max_shared_memory_bytes = int64_t{16} << 30;
+  // Regions kept for reuse after their call, bytes in all; the rest are unregistered
+  // and freed. >= 0.
+  int64_t max_pooled_shared_memory_bytes = int64_t{512} << 20;
   // Extra gRPC channel arguments ("grpc.keepalive_time_ms" -> 10000, ...). Applied after
   // the options above, so they can override them.
   std::map<std::string, int> int_channel_args;
@@ -116,6 +150,13 @@ struct CallOptions {
   std::optional<std::chrono::milliseconds> deadline;
   // Where the server runs the operator: "" (server's choice), "cpu", "cuda", "cuda:N".
   std::string device;
+  // When the call goes through shared memory (ClientOptions::shared_memory): result
+  // tensors the server wrote to the call's region are returned where they are
+  // (Tensor::in_shared_memory()) instead of copied out once. The region then stays the
+  // result's until the tensor (and every copy of it) is gone, so a caller holding many
+  // results holds as many regions (within max_shared_memory_bytes and the server's
+  // --shared-memory-max-regions; beyond them kAuto calls go inline).
+  bool results_in_shared_memory = false;
 };
 
 }  // namespace myops::client

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,8 +72,12 @@ struct MutableTensorView {
 absl::Status ValidateTensorView(const TensorView& view, absl::string_view what = "tensor");
 
 // An owning tensor: dtype, shape and its bytes, in a std::string (a result's bytes are
-// copied there once, from the received message). Not validated on construction; use
-// Tensor::Allocate or ValidateTensorView(tensor.view()) where that matters.
+// copied there once, from the received message), or, for results asked for with
+// CallOptions::results_in_shared_memory, in the client's shared memory region the server
+// wrote them to (in_shared_memory(): data() points there, bytes() is empty; the region is
+// not reused while the tensor, or a copy of it, lives; copies share the bytes). Not
+// validated on construction; use Tensor::Allocate or ValidateTensorView(tensor.view())
+// where that matters.
 // Thread-compatible: const methods may be called concurrently, mutation needs exclusion.
 class Tensor {
  public:
@@ -84,24 +89,47 @@ class Tensor {
   // TensorByteSize.
   static absl::StatusOr<Tensor> Allocate(DType dtype, std::vector<int64_t> shape);
 
+  // A tensor whose `size` bytes at `data` stay valid while `owner` (or a copy) lives.
+  static Tensor InMemoryOf(DType dtype, std::vector<int64_t> shape, void* data, size_t size,
+                           std::shared_ptr<void> owner) {
+    Tensor t(dtype, std::move(shape), std::string());
+    t.external_ = data;
+    t.external_size_ = size;
+    t.owner_ = std::move(owner);
+    return t;
+  }
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
-  const void* data() const { return bytes_.data(); }
-  void* mutable_data() { return bytes_.data(); }
-  size_t size_bytes() const { return bytes_.size(); }
+  const void* data() const { return owner_ != nullptr ? external_ : bytes_.data(); }
+  void* mutable_data() { return owner_ != nullptr ? external_ : bytes_.data(); }
+  size_t size_bytes() const { return owner_ != nullptr ? external_size_ : bytes_.size(); }
+  // Whether the bytes are elsewhere (InMemoryOf); bytes() is then empty.
+  bool in_shared_memory() const { return owner_ != nullptr; }
   const std::string& bytes() const { return bytes_; }
-  // Moves the bytes out; the tensor keeps its dtype and shape but has no data.
-  std::string release_bytes() { return std::move(bytes_); }
+  // Moves the bytes out (a tensor in shared memory copies them out and lets go of its
+  // region); the tensor keeps its dtype and shape but has no data.
+  std::string release_bytes() {
+    if (owner_ != nullptr) {
+      std::string copy(static_cast<const char*>(external_), external_size_);
+      owner_.reset();
+      return copy;
+    }
+    return std::move(bytes_);
+  }
 
-  TensorView view() const { return TensorView{dtype_, shape_, bytes_.data(), bytes_.size()}; }
+  TensorView view() const { return TensorView{dtype_, shape_, data(), size_bytes()}; }
   MutableTensorView mutable_view() {
-    return MutableTensorView{dtype_, shape_, bytes_.data(), bytes_.size()};
+    return MutableTensorView{dtype_, shape_, mutable_data(), size_bytes()};
   }
 
  private:
   DType dtype_ = DType::kFloat32;
   std::vector<int64_t> shape_;
   std::string bytes_;
+  void* external_ = nullptr;  // with owner_: the bytes
+  size_t external_size_ = 0;
+  std::shared_ptr<void> owner_;  // keeps external_ valid; null: the bytes are bytes_
 };
 
 // "[2, 3]"; "[]" for a 0-d shape. For messages and printing.
