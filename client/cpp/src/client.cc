@@ -57,18 +57,18 @@ absl::StatusOr<bool> ViaSharedMemory(const internal::ClientCore& core, const Ten
   const Value args[] = {x, alpha, beta};
   internal::CallFields call{"myops::scale_shift", args, {}, options.device, 0};
   for (int placements = 1;; ++placements) {
-    absl::StatusOr<internal::ShmCall> placed =
+    absl::StatusOr<std::shared_ptr<internal::ShmCall>> placed =
         internal::PlaceCall(core.shm.get(), call, x.size_bytes);
     if (!placed.ok()) return placed.status();
-    if (!placed->active()) return false;
-    auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
+    if (*placed == nullptr) return false;
+    std::shared_ptr<internal::ShmCall> shm = *std::move(placed);
     call.placement = &shm->placement;
     grpc::ByteBuffer response;
     std::string replica;
     absl::Status status = internal::CallRaw(core, call, options, &response, &replica);
     if (!status.ok()) {
       // Once more with new regions when the server lost this client's (it restarted).
-      if (placements == 1 && internal::ForgetIfUnknownRegion(core.shm.get(), *shm, status)) {
+      if (placements == 1 && internal::ForgetIfUnknownRegion(core.shm.get(), shm.get(), status)) {
         continue;
       }
       return status;

@@ -56,7 +56,7 @@ absl::StatusOr<Message> ParseResponse(const grpc::Status& status, grpc::ByteBuff
 using CallDone = std::function<void(absl::Status, const grpc::ByteBuffer&, std::string)>;
 std::shared_ptr<internal::AsyncCallState> StartCall(
     const std::shared_ptr<internal::ClientCore>& core_, const internal::CallFields& call,
-    const CallOptions& options, CallDone done, std::shared_ptr<const internal::ShmCall> shm) {
+    const CallOptions& options, CallDone done, std::shared_ptr<internal::ShmCall> shm) {
   if (absl::Status status = internal::ValidateCall(call, core_->options.max_message_bytes);
       !status.ok()) {
     done(std::move(status), grpc::ByteBuffer(), "");
@@ -72,7 +72,7 @@ std::shared_ptr<internal::AsyncCallState> StartCall(
           // The next call registers new regions when the server lost this client's (it
           // restarted); this one fails, its arguments are gone.
           if (std::shared_ptr<internal::ShmPool> p = pool.lock()) {
-            internal::ForgetIfUnknownRegion(p.get(), *shm, result);
+            internal::ForgetIfUnknownRegion(p.get(), shm.get(), result);
           }
         }
         done(std::move(result), response, std::move(replica));
@@ -97,14 +97,14 @@ AsyncCall Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta
     // scale_shift as a Call with x in shared memory (ClientOptions::shared_memory).
     const Value args[] = {x, alpha, beta};
     internal::CallFields call{"myops::scale_shift", args, {}, options.device, 0};
-    absl::StatusOr<internal::ShmCall> placed =
+    absl::StatusOr<std::shared_ptr<internal::ShmCall>> placed =
         internal::PlaceCall(core_->shm.get(), call, x.size_bytes);
     if (!placed.ok()) {
       done(placed.status());
       return AsyncCall();
     }
-    if (placed->active()) {
-      auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
+    if (*placed != nullptr) {
+      std::shared_ptr<internal::ShmCall> shm = *std::move(placed);
       call.placement = &shm->placement;
       return AsyncCall(StartCall(
           core_, call, options,
@@ -134,13 +134,14 @@ AsyncCall Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
                             absl::Span<const NamedArg> kwargs, CallCallback done,
                             const CallOptions& options) {
   internal::CallFields call{op, args, kwargs, options.device, 0};
-  absl::StatusOr<internal::ShmCall> placed = internal::PlaceCall(core_->shm.get(), call);
+  absl::StatusOr<std::shared_ptr<internal::ShmCall>> placed =
+      internal::PlaceCall(core_->shm.get(), call);
   if (!placed.ok()) {
     done(placed.status());
     return AsyncCall();
   }
-  auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
-  call.placement = shm->placement_or_null();
+  std::shared_ptr<internal::ShmCall> shm = *std::move(placed);
+  call.placement = internal::PlacementOf(shm);
   return AsyncCall(StartCall(
       core_, call, options,
       [done = std::move(done), shm, in_place = options.results_in_shared_memory](

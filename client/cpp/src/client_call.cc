@@ -42,21 +42,22 @@ absl::StatusOr<CallResult> Client::Call(absl::string_view op, absl::Span<const V
                                         const CallOptions& options) {
   internal::CallFields call{op, args, kwargs, options.device, 0};
   for (int placements = 1;; ++placements) {
-    absl::StatusOr<internal::ShmCall> placed = internal::PlaceCall(core_->shm.get(), call);
-    if (!placed.ok()) return placed.status();
-    auto shm = std::make_shared<internal::ShmCall>(*std::move(placed));
-    call.placement = shm->placement_or_null();
+    absl::StatusOr<std::shared_ptr<internal::ShmCall>> shm =
+        internal::PlaceCall(core_->shm.get(), call);
+    if (!shm.ok()) return shm.status();
+    call.placement = internal::PlacementOf(*shm);
     grpc::ByteBuffer response;
     absl::Status status = internal::CallRaw(*core_, call, options, &response);
     if (!status.ok()) {
       // Once more with new regions when the server lost this client's (it restarted).
-      if (placements == 1 && internal::ForgetIfUnknownRegion(core_->shm.get(), *shm, status)) {
+      if (placements == 1 &&
+          internal::ForgetIfUnknownRegion(core_->shm.get(), shm->get(), status)) {
         continue;
       }
       return status;
     }
     const std::optional<internal::ResponseRegion> region =
-        internal::ResultRegion(shm, options.results_in_shared_memory);
+        internal::ResultRegion(*shm, options.results_in_shared_memory);
     return internal::DecodeCallResponse(response, region ? &*region : nullptr);
   }
 }

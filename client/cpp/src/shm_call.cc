@@ -40,23 +40,22 @@ std::vector<TensorView> Placed(const ShmPool& pool, const CallFields& call) {
 
 }  // namespace
 
-std::optional<ResponseRegion> ShmCall::region() const {
-  if (!active()) return std::nullopt;
-  return ResponseRegion{lease->name(), lease->data(), lease->size()};
+ResponseRegion ShmCall::region() const {
+  return ResponseRegion{lease.name(), lease.data(), lease.size()};
 }
 
 std::optional<ResponseRegion> ResultRegion(const std::shared_ptr<ShmCall>& shm, bool in_place) {
-  std::optional<ResponseRegion> region = shm->region();
-  if (region.has_value() && in_place) region->owner = shm;
+  if (shm == nullptr) return std::nullopt;
+  ResponseRegion region = shm->region();
+  if (in_place) region.owner = shm;
   return region;
 }
 
-absl::StatusOr<ShmCall> PlaceCall(ShmPool* pool, const CallFields& call,
-                                  std::optional<uint64_t> result_bytes) {
-  ShmCall shm;
-  if (pool == nullptr) return shm;
+absl::StatusOr<std::shared_ptr<ShmCall>> PlaceCall(ShmPool* pool, const CallFields& call,
+                                                   std::optional<uint64_t> result_bytes) {
+  if (pool == nullptr) return nullptr;
   const std::vector<TensorView> placed = Placed(*pool, call);
-  if (placed.empty()) return shm;
+  if (placed.empty()) return nullptr;
   uint64_t inputs = 0, largest = 0;
   for (const TensorView& t : placed) {
     inputs += Aligned(t.size_bytes);
@@ -65,21 +64,22 @@ absl::StatusOr<ShmCall> PlaceCall(ShmPool* pool, const CallFields& call,
   const uint64_t room = result_bytes.value_or(largest);
   absl::StatusOr<std::optional<ShmLease>> lease = pool->Acquire(inputs + room);
   if (!lease.ok()) return lease.status();
-  if (!lease->has_value()) return shm;
-  shm.lease = *std::move(*lease);
+  if (!lease->has_value()) return nullptr;
+  auto shm = std::make_shared<ShmCall>(ShmCall{*std::move(*lease), {}});
+  const std::string& name = shm->lease.name();
   uint64_t offset = 0;
   for (const TensorView& t : placed) {
-    std::memcpy(shm.lease->data() + offset, t.data, t.size_bytes);  // The one copy.
-    shm.placement.tensors.push_back({t.data, RegionRef{shm.lease->name(), offset, t.size_bytes}});
+    std::memcpy(shm->lease.data() + offset, t.data, t.size_bytes);  // The one copy.
+    shm->placement.tensors.push_back({t.data, RegionRef{name, offset, t.size_bytes}});
     offset += Aligned(t.size_bytes);
   }
-  if (room != 0) shm.placement.result = RegionRef{shm.lease->name(), offset, room};
+  if (room != 0) shm->placement.result = RegionRef{name, offset, room};
   return shm;
 }
 
-bool ForgetIfUnknownRegion(ShmPool* pool, const ShmCall& shm, const absl::Status& status) {
-  if (pool == nullptr || !shm.active() || !ShmPool::IsUnknownRegion(status)) return false;
-  pool->ForgetRegions(shm.lease->generation());
+bool ForgetIfUnknownRegion(ShmPool* pool, const ShmCall* shm, const absl::Status& status) {
+  if (pool == nullptr || shm == nullptr || !ShmPool::IsUnknownRegion(status)) return false;
+  pool->ForgetRegions(shm->lease.generation());
   return true;
 }
 
@@ -125,17 +125,17 @@ absl::StatusOr<Timing> DecodeScaleShiftInto(const grpc::ByteBuffer& response, co
         " of shape ", ShapeToString(std::vector<int64_t>(y.shape().begin(), y.shape().end())),
         "; expected ", DTypeName(x.dtype), " of shape ", ShapeToString(x.shape)));
   }
-  const std::optional<ResponseRegion> region = shm.region();
+  const ResponseRegion region = shm.region();
   const char* data = y.data().data();
   uint64_t size = y.data().size();
   if (y.has_shared_memory()) {
     const myops::v1::SharedMemoryRef& ref = y.shared_memory();
-    if (!region.has_value() || ref.region() != region->name || !y.data().empty() ||
-        ref.offset() > region->size || ref.byte_size() > region->size - ref.offset()) {
+    if (ref.region() != region.name || !y.data().empty() || ref.offset() > region.size ||
+        ref.byte_size() > region.size - ref.offset()) {
       return absl::InternalError(
           "the server's scale_shift output is in shared memory this call did not give");
     }
-    data = region->data + ref.offset();
+    data = region.data + ref.offset();
     size = ref.byte_size();
   }
   if (size != out.size_bytes) {

@@ -21,36 +21,41 @@
 
 namespace myops::client::internal {
 
-// One call's region and what is in it. Movable; the region is the call's until this is
-// destroyed, which must not happen before the call's response has been read.
+// One call's region and what is in it; the region is the call's until this is destroyed,
+// which must not happen before the call's response has been read. Shared: results left in
+// the region (CallOptions::results_in_shared_memory) keep it.
 struct ShmCall {
-  std::optional<ShmLease> lease;  // none: the call travels inline
-  CallPlacement placement;        // refers to the lease's name
+  ShmLease lease;
+  CallPlacement placement;  // refers to the lease's name
 
-  bool active() const { return lease.has_value(); }
-  // The placement for CallFields, null when inactive.
-  const CallPlacement* placement_or_null() const { return active() ? &placement : nullptr; }
-  // The region for DecodeCallResponse (results copied out of it), null when inactive.
-  std::optional<ResponseRegion> region() const;
+  // The region for DecodeCallResponse (results copied out of it).
+  ResponseRegion region() const;
 };
 
-// As ShmCall::region, but with `in_place` (CallOptions::results_in_shared_memory) the
-// results stay in the region, each keeping `shm` (and so its lease).
+// The placement for CallFields: null for a call without a region (`shm` null).
+inline const CallPlacement* PlacementOf(const std::shared_ptr<ShmCall>& shm) {
+  return shm != nullptr ? &shm->placement : nullptr;
+}
+
+// The region for DecodeCallResponse of a call made with `shm` (none without one): results
+// copied out of it, or, with `in_place` (CallOptions::results_in_shared_memory), left
+// there, each keeping `shm` (and so its lease).
 std::optional<ResponseRegion> ResultRegion(const std::shared_ptr<ShmCall>& shm, bool in_place);
 
 // Copies the tensors of `call` that `pool` wants in shared memory (ShmPool::Wants; views
 // that fail ValidateTensorView are left for ValidateCall to report) into one leased
 // region, at 64-byte aligned offsets, and leaves room after them for result 0 of
 // `result_bytes` (by default, the largest tensor placed: what elementwise operators
-// return; a result that does not fit comes back inline). Inactive when `pool` is null or
-// nothing is placed; errors as ShmPool::Acquire's.
-absl::StatusOr<ShmCall> PlaceCall(ShmPool* pool, const CallFields& call,
-                                  std::optional<uint64_t> result_bytes = std::nullopt);
+// return; a result that does not fit comes back inline). Null (the call travels inline)
+// when `pool` is null, nothing is placed or the pool has no region to lend; errors as
+// ShmPool::Acquire's.
+absl::StatusOr<std::shared_ptr<ShmCall>> PlaceCall(
+    ShmPool* pool, const CallFields& call, std::optional<uint64_t> result_bytes = std::nullopt);
 
 // Whether a failed call should be placed and made again: it used `shm`, whose region the
 // server does not know (it restarted since the region was registered); forgets the
 // pool's regions so that the next placement registers new ones.
-bool ForgetIfUnknownRegion(ShmPool* pool, const ShmCall& shm, const absl::Status& status);
+bool ForgetIfUnknownRegion(ShmPool* pool, const ShmCall* shm, const absl::Status& status);
 
 // The blocking raw unary Call of `call` (validated first: ValidateCall's errors), with
 // retries: the response's bytes into `response`, the replica that served it into
