@@ -10,11 +10,18 @@ to back, the kinds alternating which goes first; the median call per kind and ro
   shm+copy  the same, with the client copying its array into the input region first
         (set_shared_memory_region): what a client pays whose data is elsewhere;
   myops-grpc  the fastest gRPC path there is: myops_client (C++ core) calling myops.v1
-        ScaleShift, the tensor's bytes in the request and the response;
+        ScaleShift, the tensor's bytes in the request and the response
+        (shared_memory="off");
+  myops-shm  myops_client's own shared memory (shared_memory="on"): client.scale_shift
+        copies the array into a pooled region, the server computes into the same
+        region, the result is copied out into a new array;
+  myops-auto  myops_client as users get it (shared_memory="auto"): regions from 64 KiB,
+        inline bytes below;
   memcpy  the memory-bandwidth floor: one read and one write of the tensor (numpy
         copyto between two buffers of that size), in this process.
 Prints the median over rounds of each round's ratios: grpc/shm and myops-grpc/shm
-(speedups) and memcpy/shm (the fraction of the floor reached).
+(speedups), memcpy/shm (the fraction of the floor reached), myops-grpc/myops-shm and
+myops-grpc/myops-auto (what the myops client's own shared memory gains).
 
 Throughput: `--clients` processes, each with its own client and regions, calls of
 `--throughput-size` back to back for `--seconds`, shm and grpc one after the other
@@ -133,9 +140,13 @@ def latency(address: str, nbytes: int, rounds: int, calls: int) -> dict:
     dst = np.empty_like(src)
     sys.path.insert(0, str(BUILD / "python"))
     import myops_client
-    mc = myops_client.Client(address, timeout=600.0)
+    mc = myops_client.Client(address, timeout=600.0, shared_memory="off")
+    mc_shm = myops_client.Client(address, timeout=600.0, shared_memory="on")
+    mc_auto = myops_client.Client(address, timeout=600.0)
     kinds = {
         "myops-grpc": lambda: mc.scale_shift(c.x, 2.0, 1.0),
+        "myops-shm": lambda: mc_shm.scale_shift(c.x, 2.0, 1.0),
+        "myops-auto": lambda: mc_auto.scale_shift(c.x, 2.0, 1.0),
         "grpc": c.grpc_call,
         "shm": c.shm_call,
         "shm+copy": lambda: c.shm_call(copy_in=True),
@@ -149,7 +160,8 @@ def latency(address: str, nbytes: int, rounds: int, calls: int) -> dict:
         order = names[r % len(names):] + names[:r % len(names)]
         per_round.append({k: median_call(kinds[k], calls) for k in order})
     c.close()
-    mc.close()
+    for client in (mc, mc_shm, mc_auto):
+        client.close()
     ratio = lambda a, b: statistics.median(x[a] / x[b] for x in per_round)  # noqa: E731
     spread = lambda a, b: (min(x[a] / x[b] for x in per_round),  # noqa: E731
                            max(x[a] / x[b] for x in per_round))
@@ -161,6 +173,10 @@ def latency(address: str, nbytes: int, rounds: int, calls: int) -> dict:
         "grpc/shm+copy": ratio("grpc", "shm+copy"),
         "myops-grpc/shm": ratio("myops-grpc", "shm"),
         "myops-grpc/shm range": spread("myops-grpc", "shm"),
+        "myops-grpc/myops-shm": ratio("myops-grpc", "myops-shm"),
+        "myops-grpc/myops-shm range": spread("myops-grpc", "myops-shm"),
+        "myops-grpc/myops-auto": ratio("myops-grpc", "myops-auto"),
+        "myops-grpc/myops-auto range": spread("myops-grpc", "myops-auto"),
     }
 
 
@@ -218,7 +234,10 @@ def main() -> None:
                   f" | grpc/shm {row['grpc/shm']:.3f}x {rng('grpc/shm')}, myops-grpc/shm "
                   f"{row['myops-grpc/shm']:.3f}x {rng('myops-grpc/shm')}, memcpy/shm "
                   f"{row['memcpy/shm']:.3f} {rng('memcpy/shm')}, grpc/shm+copy "
-                  f"{row['grpc/shm+copy']:.3f}x", flush=True)
+                  f"{row['grpc/shm+copy']:.3f}x, myops-grpc/myops-shm "
+                  f"{row['myops-grpc/myops-shm']:.3f}x {rng('myops-grpc/myops-shm')}, "
+                  f"myops-grpc/myops-auto {row['myops-grpc/myops-auto']:.3f}x "
+                  f"{rng('myops-grpc/myops-auto')}", flush=True)
         nbytes = parse_size(args.throughput_size)
         rates = {"shm": [], "grpc": []}
         for r in range(max(1, args.rounds // 2)):

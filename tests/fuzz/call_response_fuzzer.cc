@@ -4,7 +4,10 @@
 // server is untrusted input to the client: every outcome must be a result or an
 // InternalError (a stream's per-request error aside), never a crash or an allocation
 // larger than the input. What the decoder accepts, protobuf must parse to the same values.
+// Decoded once more with the call's shared memory region (kRegion): tensors that refer to
+// it hold its bytes (copied out, and in place), any other reference is refused.
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "call_codec.h"
@@ -16,11 +19,24 @@ namespace v1 = myops::v1;
 
 namespace {
 
+// The region a decoded response may refer to ("r"), with recognizable bytes.
+char kRegion[4096];
+const client::internal::ResponseRegion* region_in_use = nullptr;
+
 bool SameTensor(const client::TensorView& got, const v1::Tensor& want) {
+  std::string expected = want.data();
+  if (want.has_shared_memory()) {
+    const v1::SharedMemoryRef& ref = want.shared_memory();
+    if (region_in_use == nullptr || ref.region() != "r" || !want.data().empty() ||
+        ref.offset() > sizeof kRegion || ref.byte_size() > sizeof kRegion - ref.offset()) {
+      return false;  // The decoder must refuse references the call did not give.
+    }
+    expected.assign(kRegion + ref.offset(), ref.byte_size());
+  }
   return static_cast<int>(got.dtype) == want.dtype() &&
          got.shape == std::vector<int64_t>(want.shape().begin(), want.shape().end()) &&
-         got.size_bytes == want.data().size() &&
-         (got.size_bytes == 0 || std::memcmp(got.data, want.data().data(), got.size_bytes) == 0) &&
+         got.size_bytes == expected.size() &&
+         (got.size_bytes == 0 || std::memcmp(got.data, expected.data(), got.size_bytes) == 0) &&
          client::ValidateTensorView(got, "output").ok();
 }
 
@@ -89,7 +105,10 @@ void CheckSame(const client::CallResult& got, const v1::CallResponse& want) {
 
 }  // namespace
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) { return myops::fuzz::QuietProtobufLogs(); }
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  for (size_t i = 0; i < sizeof kRegion; ++i) kRegion[i] = static_cast<char>(i * 7 + 1);
+  return myops::fuzz::QuietProtobufLogs();
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   myops::fuzz::SlicedInput input = myops::fuzz::SplitIntoSlices(bytes, size);
@@ -105,6 +124,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     }
     CheckSame(*result, reference);
     if (result->request_id != reference.request_id()) myops::fuzz::Fail("request_id differs");
+  }
+  for (bool in_place : {false, true}) {
+    client::internal::ResponseRegion region{"r", kRegion, sizeof kRegion, nullptr};
+    if (in_place) region.owner = std::make_shared<int>(0);
+    absl::StatusOr<client::CallResult> with_region =
+        client::internal::DecodeCallResponse(input.buffer, &region);
+    if (!with_region.ok() && with_region.status().code() != absl::StatusCode::kInternal) {
+      myops::fuzz::Fail(
+          "DecodeCallResponse (with a region) failed with a code other than INTERNAL");
+    }
+    if (with_region.ok()) {
+      v1::CallResponse reference;
+      if (!reference.ParseFromString(input.message)) {
+        myops::fuzz::Fail("DecodeCallResponse (with a region) accepted what protobuf refuses");
+      }
+      region_in_use = &region;
+      CheckSame(*with_region, reference);
+      region_in_use = nullptr;
+    }
   }
 
   client::CallStreamResult stream = client::internal::DecodeCallStreamResponse(input.buffer);

@@ -143,6 +143,12 @@ def call_response_messages():
     yield "stream_error", key(1, 0) + b"\x03" + ld(3, key(1, 0) + b"\x03" + ld(2, b"bad"))
     yield "short_data", ld(1, ld(1, tensor(1, [3], F32[:8])))
     yield "no_kind", ld(1, b"")
+    # Results in the call's shared memory region "r" (Tensor.shared_memory), and one
+    # elsewhere.
+    ref = lambda name, offset, size: ld(4, ld(1, name) + key(2, 0) + varint(offset) +  # noqa
+                                        key(3, 0) + varint(size))
+    yield "region_result", ld(1, ld(1, tensor(1, [2, 2], b"") + ref(b"r", 64, 16))) + ld(2, timing)
+    yield "region_elsewhere", ld(1, ld(1, tensor(1, [2], b"") + ref(b"other", 0, 8)))
 
 
 def splits(name, message):

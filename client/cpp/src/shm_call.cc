@@ -41,7 +41,7 @@ std::vector<TensorView> Placed(const ShmPool& pool, const CallFields& call) {
 }  // namespace
 
 ResponseRegion ShmCall::region() const {
-  return ResponseRegion{lease.name(), lease.data(), lease.size()};
+  return ResponseRegion{lease.name(), lease.data(), lease.size(), nullptr};
 }
 
 std::optional<ResponseRegion> ResultRegion(const std::shared_ptr<ShmCall>& shm, bool in_place) {
