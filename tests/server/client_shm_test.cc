@@ -38,9 +38,10 @@ void ExpectScaled(const void* data, int64_t n, float alpha, float beta) {
 
 class ClientShmTest : public ::testing::Test {
  protected:
-  void Start(bool allow) {
+  void Start(bool allow, int max_regions = 64) {
     ServerOptions options = testing::LoopbackOptions();
     options.shared_memory.allow = allow;
+    options.shared_memory.limits.max_regions = max_regions;
     options.executor.ops = "myops::*,aten::cat,aten::size";
     t_ = testing::StartServer(options);
     ASSERT_TRUE(t_.server);
@@ -204,6 +205,26 @@ TEST_F(ClientShmTest, WithoutTheServersConsentAutoGoesInlineAndOnFails) {
   EXPECT_THAT(y.status().message(), HasSubstr("--allow-shared-memory"));
   auto off = NewClient(mc::SharedMemoryMode::kOff, 1 << 20);
   EXPECT_TRUE(off->ScaleShift(x.view(), 2.0, 1.0).ok());
+}
+
+// At the server's region limit, kAuto goes inline (and keeps working), kOn says why.
+TEST_F(ClientShmTest, AtTheServersRegionLimitAutoGoesInline) {
+  Start(true, /*max_regions=*/1);
+  const int64_t n = int64_t{1} << 18;
+  const mc::Tensor x = Ramp(n);
+  auto holder = NewClient(mc::SharedMemoryMode::kOn);
+  ASSERT_TRUE(holder->ScaleShift(x.view(), 1.0, 0.0).ok());  // takes the one region
+  auto automatic = NewClient(mc::SharedMemoryMode::kAuto, 4 << 20);
+  for (int round = 0; round < 3; ++round) {
+    auto y = automatic->ScaleShift(x.view(), 2.0, 1.0);
+    ASSERT_TRUE(y.ok()) << y.status();
+    ExpectScaled(y->output.data(), n, 2.0f, 1.0f);
+  }
+  auto on = NewClient(mc::SharedMemoryMode::kOn);
+  auto y = on->ScaleShift(x.view(), 2.0, 1.0);
+  EXPECT_EQ(y.status().code(), absl::StatusCode::kResourceExhausted) << y.status();
+  EXPECT_THAT(y.status().message(), HasSubstr("shared_memory is on"));
+  EXPECT_EQ(Regions().size(), 1u);
 }
 
 TEST_F(ClientShmTest, ThePoolsLimitHolds) {

@@ -24,7 +24,11 @@ namespace {
 // reuse them.
 constexpr uint64_t kMinRegionBytes = uint64_t{1} << 20;
 // The pool's own RPCs (register, unregister) wait at most this long.
-constexpr std::chrono::seconds kRpcDeadline{10};
+constexpr std::chrono::seconds kRpcDeadline{2};
+// After a registration failed for a reason that may pass (the server's region limit, a
+// server not reachable), no new region is tried for this long: calls meanwhile go inline
+// (kAuto) or fail (kOn) at once, not one failing RPC each.
+constexpr std::chrono::seconds kRetryNewRegionAfter{1};
 
 uint64_t RegionSize(uint64_t bytes) {
   uint64_t size = kMinRegionBytes;
@@ -154,6 +158,7 @@ absl::StatusOr<std::optional<ShmLease>> ShmPool::Acquire(uint64_t bytes) {
       region = std::move(*best);
       free_.erase(best);
     } else {
+      if (std::chrono::steady_clock::now() < retry_after_) return refuse(last_failure_);
       // Room for a new region: evict free ones, largest first, while over the limit.
       const uint64_t size = RegionSize(bytes);
       std::sort(free_.begin(), free_.end(),
@@ -188,6 +193,9 @@ absl::StatusOr<std::optional<ShmLease>> ShmPool::Acquire(uint64_t bytes) {
           code == absl::StatusCode::kFailedPrecondition ||
           code == absl::StatusCode::kPermissionDenied) {
         unavailable_ = made.status();
+      } else {
+        last_failure_ = made.status();
+        retry_after_ = std::chrono::steady_clock::now() + kRetryNewRegionAfter;
       }
       return refuse(made.status());
     }
@@ -275,7 +283,12 @@ void ShmPool::Unregister(const std::vector<std::string>& names) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
     authorize_(&context);
-    (void)stub->SystemSharedMemoryUnregister(&context, request, &response);  // best effort
+    const grpc::Status status = stub->SystemSharedMemoryUnregister(&context, request, &response);
+    // Best effort; a server that is gone or does not answer is not asked again.
+    if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return;
+    }
   }
 }
 

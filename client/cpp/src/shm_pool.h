@@ -11,6 +11,7 @@
 #ifndef MYOPS_CLIENT_SRC_SHM_POOL_H_
 #define MYOPS_CLIENT_SRC_SHM_POOL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -125,6 +126,9 @@ class ShmPool : public std::enable_shared_from_this<ShmPool> {
   // Why shared memory cannot be used with this server (once the server said so); OK
   // while it can or is not known yet. Guarded by mu_.
   absl::Status unavailable_;
+  // The last registration's failure that may pass, and when to try again. Guarded by mu_.
+  absl::Status last_failure_;
+  std::chrono::steady_clock::time_point retry_after_;
 };
 
 // Whether `target` (a gRPC target) names only this host: unix sockets, localhost and
