@@ -15,7 +15,7 @@ namespace {
 // one byte.
 namespace field {
 constexpr int kRequestOp = 1, kRequestArguments = 2, kRequestDevice = 3, kRequestId = 4,
-              kRequestResultRegions = 5, kRequestInlineUnfit = 6;
+              kRequestResultRegions = 5, kRequestInlineUnfit = 8;
 constexpr int kArgumentName = 1, kArgumentValue = 2;
 constexpr int kTensor = 1, kInt = 2, kFloat = 3, kBool = 4, kString = 5, kIntList = 6,
               kFloatList = 7, kTensorList = 8, kScalarType = 9, kNone = 10;
