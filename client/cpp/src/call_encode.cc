@@ -14,12 +14,14 @@ namespace {
 // Field numbers of proto/myops/v1/myops.proto; every one is below 16, so every key is
 // one byte.
 namespace field {
-constexpr int kRequestOp = 1, kRequestArguments = 2, kRequestDevice = 3, kRequestId = 4;
+constexpr int kRequestOp = 1, kRequestArguments = 2, kRequestDevice = 3, kRequestId = 4,
+              kRequestChunk = 6, kRequestMaxResponse = 7;
+constexpr int kChunkRequestId = 1, kChunkTensorIndex = 2, kChunkData = 3, kChunkOffset = 4;
 constexpr int kArgumentName = 1, kArgumentValue = 2;
 constexpr int kTensor = 1, kInt = 2, kFloat = 3, kBool = 4, kString = 5, kIntList = 6,
               kFloatList = 7, kTensorList = 8, kScalarType = 9, kNone = 10;
 constexpr int kListValues = 1;  // IntList.values, FloatList.values, TensorList.tensors
-constexpr int kTensorDType = 1, kTensorShape = 2, kTensorData = 3;
+constexpr int kTensorDType = 1, kTensorShape = 2, kTensorData = 3, kTensorChunkedByteSize = 5;
 }  // namespace field
 
 constexpr int kVarint = 0, kFixed64 = 1, kLengthDelimited = 2;
@@ -49,19 +51,20 @@ uint64_t PackedIntsSize(const std::vector<int64_t>& values) {
   return n;
 }
 
-uint64_t TensorSize(const TensorView& t) {
+// `chunked`: a tensor with data announces its size (chunked_byte_size) instead.
+uint64_t TensorSize(const TensorView& t, bool chunked) {
   uint64_t n = 1 + VarintSize(AsVarint(static_cast<int32_t>(t.dtype)));
   if (!t.shape.empty()) n += FieldSize(PackedIntsSize(t.shape));
-  if (t.size_bytes != 0) n += FieldSize(t.size_bytes);
+  if (t.size_bytes != 0) n += chunked ? 1 + VarintSize(t.size_bytes) : FieldSize(t.size_bytes);
   return n;
 }
 
-uint64_t ValueSize(const Value& value) {
+uint64_t ValueSize(const Value& value, bool chunked) {
   switch (value.kind()) {
     case Value::Kind::kNone:
       return FieldSize(0);
     case Value::Kind::kTensor:
-      return FieldSize(TensorSize(value.tensor()));
+      return FieldSize(TensorSize(value.tensor(), chunked));
     case Value::Kind::kInt:
       return 1 + VarintSize(AsVarint(value.int_value()));
     case Value::Kind::kFloat:
@@ -80,7 +83,7 @@ uint64_t ValueSize(const Value& value) {
     }
     case Value::Kind::kTensorList: {
       uint64_t n = 0;
-      for (const TensorView& t : value.tensor_list()) n += FieldSize(TensorSize(t));
+      for (const TensorView& t : value.tensor_list()) n += FieldSize(TensorSize(t, chunked));
       return FieldSize(n);
     }
     case Value::Kind::kScalarType:
@@ -89,14 +92,14 @@ uint64_t ValueSize(const Value& value) {
   return 0;
 }
 
-uint64_t ArgumentSize(absl::string_view name, const Value& value) {
-  return (name.empty() ? 0 : FieldSize(name.size())) + FieldSize(ValueSize(value));
+uint64_t ArgumentSize(absl::string_view name, const Value& value, bool chunked) {
+  return (name.empty() ? 0 : FieldSize(name.size())) + FieldSize(ValueSize(value, chunked));
 }
 
 // Writes into a buffer sized by the functions above.
 class Writer {
  public:
-  explicit Writer(uint8_t* out) : out_(out) {}
+  explicit Writer(uint8_t* out, bool chunked = false) : out_(out), chunked_(chunked) {}
   uint8_t* position() const { return out_; }
 
   void Varint(uint64_t value) {
@@ -128,11 +131,14 @@ class Writer {
     for (int64_t v : values) Varint(AsVarint(v));
   }
   void Tensor(int field, const TensorView& t) {
-    Header(field, TensorSize(t));
+    Header(field, TensorSize(t, chunked_));
     Tag(field::kTensorDType, kVarint);
     Varint(AsVarint(static_cast<int32_t>(t.dtype)));
     if (!t.shape.empty()) PackedInts(field::kTensorShape, t.shape);
-    if (t.size_bytes != 0) {
+    if (t.size_bytes != 0 && chunked_) {
+      Tag(field::kTensorChunkedByteSize, kVarint);
+      Varint(t.size_bytes);
+    } else if (t.size_bytes != 0) {
       Header(field::kTensorData, t.size_bytes);
       Raw(t.data, t.size_bytes);  // The one copy of the tensor's data.
     }
@@ -141,6 +147,7 @@ class Writer {
 
  private:
   uint8_t* out_;
+  const bool chunked_;
 };
 
 void Writer::Value(const client::Value& value) {
@@ -184,7 +191,7 @@ void Writer::Value(const client::Value& value) {
     case Value::Kind::kTensorList: {
       const std::vector<TensorView> tensors = value.tensor_list();
       uint64_t n = 0;
-      for (const TensorView& t : tensors) n += FieldSize(TensorSize(t));
+      for (const TensorView& t : tensors) n += FieldSize(TensorSize(t, chunked_));
       Header(field::kTensorList, n);
       for (const TensorView& t : tensors) Tensor(field::kListValues, t);
       return;
@@ -202,12 +209,15 @@ std::string ArgumentName(size_t index, const NamedArg* named) {
   return absl::StrCat("argument ", index + 1);
 }
 
+// max_message_bytes 0: no limit (the request may go chunked).
 absl::Status ValidateTensor(const TensorView& t, const std::string& what, int max_message_bytes) {
   if (absl::Status status = ValidateTensorView(t, what); !status.ok()) return status;
-  if (t.size_bytes > static_cast<size_t>(max_message_bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": ", t.size_bytes, " bytes exceed the client's max_message_bytes (",
-        max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
+  if (max_message_bytes != 0 && t.size_bytes > static_cast<size_t>(max_message_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", t.size_bytes, " bytes exceed the client's max_message_bytes (",
+                     max_message_bytes,
+                     "); expected at most that (ClientOptions::max_message_bytes), or send it on a "
+                     "CallStream, which sends larger tensors in chunks"));
   }
   return absl::OkStatus();
 }
@@ -241,20 +251,26 @@ absl::Status ValidateValue(const Value& value, const std::string& what, int max_
 
 uint64_t EncodedCallSize(const CallFields& call) {
   uint64_t n = call.op.empty() ? 0 : FieldSize(call.op.size());
-  for (const Value& value : call.args) n += FieldSize(ArgumentSize("", value));
-  for (const NamedArg& arg : call.kwargs) n += FieldSize(ArgumentSize(arg.name, arg.value));
+  for (const Value& value : call.args) n += FieldSize(ArgumentSize("", value, call.chunked));
+  for (const NamedArg& arg : call.kwargs) {
+    n += FieldSize(ArgumentSize(arg.name, arg.value, call.chunked));
+  }
   if (!call.device.empty()) n += FieldSize(call.device.size());
   if (call.request_id != 0) n += 1 + VarintSize(call.request_id);
+  if (call.max_response_message_bytes != 0) {
+    n += 1 + VarintSize(call.max_response_message_bytes);
+  }
   return n;
 }
 
-absl::Status ValidateCall(const CallFields& call, int max_message_bytes) {
+absl::Status ValidateCall(const CallFields& call, int max_message_bytes, bool chunkable) {
+  const int tensor_limit = chunkable ? 0 : max_message_bytes;
   if (call.op.empty()) {
     return absl::InvalidArgumentError(
         "op is empty; expected \"namespace::name\" or \"namespace::name.overload\"");
   }
   for (size_t i = 0; i < call.args.size(); ++i) {
-    absl::Status status = ValidateValue(call.args[i], ArgumentName(i, nullptr), max_message_bytes);
+    absl::Status status = ValidateValue(call.args[i], ArgumentName(i, nullptr), tensor_limit);
     if (!status.ok()) return status;
   }
   for (size_t i = 0; i < call.kwargs.size(); ++i) {
@@ -269,16 +285,22 @@ absl::Status ValidateCall(const CallFields& call, int max_message_bytes) {
             "argument \"", arg.name, "\" is given twice; expected each keyword at most once"));
       }
     }
-    absl::Status status = ValidateValue(arg.value, ArgumentName(i, &arg), max_message_bytes);
+    absl::Status status = ValidateValue(arg.value, ArgumentName(i, &arg), tensor_limit);
     if (!status.ok()) return status;
   }
-  const uint64_t size = EncodedCallSize(call);
+  CallFields head = call;
+  head.chunked = head.chunked || chunkable;  // A chunked request's header must fit.
+  const uint64_t size = EncodedCallSize(head);
   if (size > static_cast<uint64_t>(max_message_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the request for ", call.op, " takes ", size,
-        " bytes encoded (its tensors' data plus their dtypes, shapes and the other "
-        "arguments), over the client's max_message_bytes (",
-        max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
+        chunkable ? " bytes encoded without its tensors' data (their dtypes, shapes and the "
+                    "other arguments)"
+                  : " bytes encoded (its tensors' data plus their dtypes, shapes and the other "
+                    "arguments)",
+        ", over the client's max_message_bytes (", max_message_bytes,
+        "); expected at most that (ClientOptions::max_message_bytes)",
+        chunkable ? "" : ", or send it on a CallStream, which sends larger tensors in chunks"));
   }
   return absl::OkStatus();
 }
@@ -287,12 +309,12 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
   const uint64_t size = EncodedCallSize(call);
   grpc::Slice buffer = pool.Acquire(size);
   uint8_t* const begin = const_cast<uint8_t*>(buffer.begin());  // Ours until sent.
-  Writer out(begin);
+  Writer out(begin, call.chunked);
   if (!call.op.empty()) out.String(field::kRequestOp, call.op);
   auto argument = [&](absl::string_view name, const Value& value) {
-    out.Header(field::kRequestArguments, ArgumentSize(name, value));
+    out.Header(field::kRequestArguments, ArgumentSize(name, value, call.chunked));
     if (!name.empty()) out.String(field::kArgumentName, name);
-    out.Header(field::kArgumentValue, ValueSize(value));
+    out.Header(field::kArgumentValue, ValueSize(value, call.chunked));
     out.Value(value);
   };
   for (const Value& value : call.args) argument("", value);
@@ -302,6 +324,50 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
     out.Tag(field::kRequestId, kVarint);
     out.Varint(call.request_id);
   }
+  if (call.max_response_message_bytes != 0) {
+    out.Tag(field::kRequestMaxResponse, kVarint);
+    out.Varint(call.max_response_message_bytes);
+  }
+  assert(static_cast<uint64_t>(out.position() - begin) == size);
+  return grpc::ByteBuffer(&buffer, 1);
+}
+
+std::vector<TensorView> ChunkedTensors(const CallFields& call) {
+  std::vector<TensorView> out;
+  auto add = [&out](const Value& value) {
+    if (value.kind() == Value::Kind::kTensor && value.tensor().size_bytes != 0) {
+      out.push_back(value.tensor());
+    }
+    if (value.kind() == Value::Kind::kTensorList) {
+      for (const TensorView& t : value.tensor_list()) {
+        if (t.size_bytes != 0) out.push_back(t);
+      }
+    }
+  };
+  for (const Value& value : call.args) add(value);
+  for (const NamedArg& arg : call.kwargs) add(arg.value);
+  return out;
+}
+
+grpc::ByteBuffer EncodeCallChunk(uint64_t request_id, uint32_t tensor_index, uint64_t offset,
+                                 const void* data, size_t n, SendBufferPool& pool) {
+  uint64_t chunk = 1 + VarintSize(request_id) + FieldSize(n) + 1 + VarintSize(offset);
+  if (tensor_index != 0) chunk += 1 + VarintSize(tensor_index);
+  const uint64_t size = FieldSize(chunk);
+  grpc::Slice buffer = pool.Acquire(size);
+  uint8_t* const begin = const_cast<uint8_t*>(buffer.begin());  // Ours until sent.
+  Writer out(begin);
+  out.Header(field::kRequestChunk, chunk);
+  out.Tag(field::kChunkRequestId, kVarint);  // Written even when 0: the key says "a chunk".
+  out.Varint(request_id);
+  if (tensor_index != 0) {
+    out.Tag(field::kChunkTensorIndex, kVarint);
+    out.Varint(tensor_index);
+  }
+  out.Header(field::kChunkData, n);
+  out.Raw(data, n);  // The one copy of this piece of the tensor.
+  out.Tag(field::kChunkOffset, kVarint);
+  out.Varint(offset);
   assert(static_cast<uint64_t>(out.position() - begin) == size);
   return grpc::ByteBuffer(&buffer, 1);
 }
