@@ -74,6 +74,20 @@ absl::StatusOr<ChunkedSizes> FindChunkedTensors(const myops::v1::CallRequest& re
   return sizes;
 }
 
+uint64_t AnnouncedChunkedBytes(const myops::v1::CallRequest& request) {
+  uint64_t total = 0;
+  auto add = [&total](const myops::v1::Tensor& t) {
+    if (__builtin_add_overflow(total, t.chunked_byte_size(), &total)) {
+      total = std::numeric_limits<uint64_t>::max();
+    }
+  };
+  for (const myops::v1::Argument& arg : request.arguments()) {
+    add(arg.value().tensor());
+    for (const myops::v1::Tensor& t : arg.value().tensor_list().tensors()) add(t);
+  }
+  return total;
+}
+
 absl::StatusOr<TensorView> DecodeChunkedTensor(const myops::v1::Tensor& t, const std::string& field,
                                                const TensorLimits& limits, ChunkedTensors* chunks) {
   if (chunks == nullptr) {
@@ -151,6 +165,15 @@ absl::Status ChunkAssembly::Start(Request request, const ChunkedSizes& sizes) {
   entries_[id] = std::move(entry);
   ++unfinished_;
   return absl::OkStatus();
+}
+
+void ChunkAssembly::Refuse(uint64_t id, uint64_t bytes) {
+  if (bytes == 0 || entries_.count(id) != 0) return;
+  Entry& entry = entries_[id];
+  entry.remaining = static_cast<int64_t>(
+      std::min<uint64_t>(bytes, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  ++unfinished_;  // Drop counts it down.
+  Drop(id, &entry);
 }
 
 void ChunkAssembly::Drop(uint64_t id, Entry* entry) {

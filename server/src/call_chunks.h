@@ -57,6 +57,10 @@ struct ChunkedSizes {
 absl::StatusOr<ChunkedSizes> FindChunkedTensors(const myops::v1::CallRequest& request,
                                                 const TensorLimits& limits);
 
+// The sum of `request`'s chunked_byte_size fields, unchecked (saturating): what its
+// client will send in chunks, valid or not.
+uint64_t AnnouncedChunkedBytes(const myops::v1::CallRequest& request);
+
 // The view of chunked tensor `t` (chunked_byte_size set): the next buffer of `chunks`
 // (null: INVALID_ARGUMENT, chunked tensors travel on CallStream only), checked as
 // DecodeTensor checks data.
@@ -89,6 +93,11 @@ class ChunkAssembly {
   // too many unfinished requests, INVALID_ARGUMENT for an id already unfinished) the
   // request is refused and its chunks will be dropped.
   absl::Status Start(Request request, const ChunkedSizes& sizes);
+
+  // A header refused before Start (its chunked tensors malformed, say): drops the next
+  // `bytes` bytes of chunks of request `id`, which its client may send all the same, so
+  // that they are not each answered with an error. Nothing when `id` is in use.
+  void Refuse(uint64_t id, uint64_t bytes);
 
   // A chunk message. kConsumed: taken (or dropped); kComplete: it completed `*done`;
   // kFailed: `*error` is the error of request `*id` (the chunk's, 0 when the message is

@@ -119,8 +119,13 @@ struct CallStreamKind {
     *status = ParseHead(service, bytes, state);
     if (!status->ok()) return true;
     auto sizes = FindChunkedTensors(state->request, service->limits().tensor);
-    if (!sizes.ok() || sizes->bytes.empty()) {
-      *status = sizes.ok() ? Decode(service, state) : sizes.status();
+    if (!sizes.ok()) {  // Refused; the chunks its client sends anyway are dropped.
+      assembly->Refuse(state->request.request_id(), AnnouncedChunkedBytes(state->request));
+      *status = sizes.status();
+      return true;
+    }
+    if (sizes->bytes.empty()) {
+      *status = Decode(service, state);
       return true;
     }
     const uint64_t id = state->request.request_id();

@@ -163,25 +163,23 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // The client has closed its side (or the stream failed): answers the requests left
   // incomplete, then finishes once everything is written.
   void OnReadsDone() {
-    std::vector<Item*> unfinished;
+    std::vector<std::pair<Item*, absl::Status>> unfinished;
     if constexpr (AssemblyOf<Kind>::kPresent) {
       while (true) {
         auto item = std::make_unique<Item>();
         absl::Status status;
         if (!Kind::TakeUnfinished(&assembly_, &item->state, &status)) break;
-        item->responses.push_back(EncodeStreamError(Kind::RequestId(item->state), status));
-        unfinished.push_back(item.release());
+        unfinished.emplace_back(item.release(), std::move(status));
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    reading_ = false;
-    reads_done_ = true;
-    for (Item* raw : unfinished) {
-      ++outstanding_;
-      writes_.emplace_back(raw);
-      if (!writing_) WriteNextLocked();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      reads_done_ = true;
+      outstanding_ += static_cast<int>(unfinished.size());  // Finishing waits for them.
+      MaybeFinishLocked();
     }
-    MaybeFinishLocked();
+    for (auto& [raw, status] : unfinished) Complete(raw, std::move(status), {});
   }
 
   // Encodes `raw`'s response and queues it for writing.

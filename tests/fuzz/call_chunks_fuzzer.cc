@@ -1,8 +1,9 @@
 // Fuzz target: CallStream's chunked tensors as one stream receives them (call_chunks.h).
 // The input is a sequence of messages, each a 2-byte little-endian length and that many
 // bytes (a CallRequest: a header, parsed with ParseCallRequest, or a chunk); each goes
-// where the server sends it (ChunkAssembly::Start for a header with chunked tensors, Add
-// for a chunk), then the stream closes (TakeUnfinished). Beyond "no crash, no sanitizer
+// where the server sends it (ChunkAssembly::Start for a header with chunked tensors,
+// Refuse for one whose chunked tensors are malformed, Add for a chunk), then the stream
+// closes (TakeUnfinished). Beyond "no crash, no sanitizer
 // report", checks what the server relies on: errors are INVALID_ARGUMENT or
 // RESOURCE_EXHAUSTED; the budget never holds more than its limit; a completed request's
 // chunked tensors are full and decode (or are refused with INVALID_ARGUMENT); once the
@@ -79,6 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
         auto sizes = myops::server::FindChunkedTensors(request.request, limits);
         if (!sizes.ok()) {
           CheckCode(sizes.status());
+          assembly.Refuse(request.request.request_id(),
+                          myops::server::AnnouncedChunkedBytes(request.request));
           continue;
         }
         if (sizes->bytes.empty()) continue;

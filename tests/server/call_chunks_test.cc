@@ -141,6 +141,17 @@ TEST_F(ChunkAssemblyTest, OverBudgetIsRefusedAtTheHeader) {
   EXPECT_EQ(Add(Chunk(1, 0, 0, std::string(1024, 'x'))), Added::kConsumed);
 }
 
+TEST_F(ChunkAssemblyTest, RefusedHeadersChunksAreDropped) {
+  assembly_.Refuse(8, 5);
+  EXPECT_EQ(Add(Chunk(8, 0, 0, "abc")), Added::kConsumed);
+  EXPECT_EQ(Add(Chunk(8, 0, 3, "de")), Added::kConsumed);
+  EXPECT_EQ(Add(Chunk(8, 0, 5, "f")), Added::kFailed);  // Beyond what it announced.
+  CallRequest bad = Header(9, 4);
+  bad.mutable_arguments(0)->mutable_value()->mutable_tensor()->set_chunked_byte_size(~0ull);
+  EXPECT_EQ(AnnouncedChunkedBytes(bad), ~0ull);
+  EXPECT_EQ(AnnouncedChunkedBytes(Header(9, 4)), 16u);
+}
+
 TEST_F(ChunkAssemblyTest, UnfinishedRequestsAreAnsweredAndReleased) {
   ASSERT_TRUE(Start(5, 4).ok());
   EXPECT_EQ(Add(Chunk(5, 0, 0, "abcdefgh")), Added::kConsumed);

@@ -90,11 +90,14 @@ TEST_F(CallStreamChunksTest, BudgetIsHeldFromTheHeaderAndRefusedBeyondIt) {
   EXPECT_NE(response.error().message().find("--max-inflight-bytes"), std::string::npos)
       << response.error().message();
   ASSERT_TRUE(stream->Write(Chunk(2, 0, 0, std::string(1 << 20, 'x'))));
-  // Too many elements: INVALID_ARGUMENT, as for any tensor.
+  // Too many elements: INVALID_ARGUMENT, as for any tensor; its chunks are dropped too.
   ASSERT_TRUE(stream->Write(Header(3, (int64_t{1} << 22) + 1)));
   ASSERT_TRUE(stream->Read(&response));
   EXPECT_EQ(response.request_id(), 3u);
   EXPECT_EQ(response.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(response.error().message().find("this server's limit is"), std::string::npos)
+      << response.error().message();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->Write(Chunk(3, 0, i, "abc")));
   // Request 1 completes and is answered.
   const std::string x = Floats(int64_t{1} << 20, 0.0f);
   for (size_t off = 0; off < x.size(); off += 1 << 20) {
