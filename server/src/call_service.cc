@@ -10,6 +10,7 @@
 #include "call_chunks.h"
 #include "call_codec.h"
 #include "clock.h"
+#include "myops/wire/tensor_wire.h"
 #include "service.h"
 #include "stream_reactor.h"
 
@@ -117,7 +118,11 @@ struct CallStreamKind {
       }
     }
     *status = ParseHead(service, bytes, state);
-    if (!status->ok()) return true;
+    if (!status->ok()) {
+      if (status->code() == absl::StatusCode::kResourceExhausted)
+        Unreserved(bytes, assembly, state);
+      return true;
+    }
     auto sizes = FindChunkedTensors(state->request, service->limits().tensor);
     if (!sizes.ok()) {  // Refused; the chunks its client sends anyway are dropped.
       assembly->Refuse(state->request.request_id(), AnnouncedChunkedBytes(state->request));
@@ -137,6 +142,16 @@ struct CallStreamKind {
     if (status->ok()) return false;
     state->request.set_request_id(id);  // Only its error is answered.
     return true;
+  }
+  // A request the budget refused before it was parsed: when it is small (as a chunked
+  // request's header is), parses it all the same (bounded: wire::kMaxHeadBytes) for its
+  // id, which the error then carries, and drops the chunks it announced.
+  static void Unreserved(const grpc::ByteBuffer& bytes, Assembly* assembly, State* state) {
+    if (bytes.Length() > wire::kMaxHeadBytes) return;
+    myops::v1::CallRequest head;
+    if (!ParseCallRequest(bytes, &head).ok()) return;
+    state->request.set_request_id(head.request_id());
+    assembly->Refuse(head.request_id(), AnnouncedChunkedBytes(head));
   }
   // Once the client has closed its side: a request whose chunks did not all come.
   static bool TakeUnfinished(Assembly* assembly, State* state, absl::Status* status) {

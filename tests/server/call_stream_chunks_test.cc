@@ -112,6 +112,29 @@ TEST_F(CallStreamChunksTest, BudgetIsHeldFromTheHeaderAndRefusedBeyondIt) {
   ExpectIdle();
 }
 
+TEST_F(CallStreamChunksTest, HeaderTheBudgetRefusesBeforeParsingDropsItsChunks) {
+  constexpr int64_t kBudget = int64_t{8} << 20;
+  Start(kBudget);
+  // Request 1 takes all of the budget but less than another header needs.
+  const int64_t head = static_cast<int64_t>(Header(1, kBudget / 4).ByteSizeLong());
+  const int64_t n = (kBudget - 2 * head - 40) / 4;
+  grpc::ClientContext ctx;
+  auto stream = t_.stub->CallStream(&ctx);
+  ASSERT_TRUE(stream->Write(Header(1, n)));
+  ASSERT_TRUE(stream->Write(Header(2, 4)));
+  CallStreamResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.request_id(), 2u);
+  EXPECT_EQ(response.error().code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ASSERT_TRUE(stream->Write(Chunk(2, 0, 0, std::string(16, 'x'))));  // dropped
+  ASSERT_TRUE(stream->Write(Chunk(1, 0, 0, std::string(static_cast<size_t>(n) * 4, 'x'))));
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.request_id(), 1u);  // (its result does not fit the budget either)
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  ExpectIdle();
+}
+
 TEST_F(CallStreamChunksTest, HostileChunksGetErrorsAndTheStreamGoesOn) {
   Start(int64_t{64} << 20);
   grpc::ClientContext ctx;
