@@ -20,6 +20,9 @@ namespace {
 constexpr uint8_t kChunkKey = (myops::v1::CallRequest::kChunkFieldNumber << 3) | 2;
 // A chunk message's bytes besides its data, at most: keys, lengths, ids and offset.
 constexpr uint64_t kChunkOverheadBytes = 64;
+// The largest result chunk message: small enough that the client copies one while the
+// next arrives, large enough that the cost per message is small against the copies.
+constexpr uint64_t kMaxResultChunkBytes = uint64_t{4} << 20;
 
 // Chunked tensors are bounded by the memory budget, not by the message size.
 TensorLimits Unbounded(TensorLimits limits) {
@@ -292,8 +295,9 @@ std::vector<grpc::ByteBuffer> EncodeResultChunks(grpc::ByteBuffer response, uint
                                                  uint64_t limit) {
   std::vector<grpc::ByteBuffer> out;
   out.push_back(std::move(response));
-  const int64_t piece =
-      static_cast<int64_t>(std::max(limit, 2 * kChunkOverheadBytes) - kChunkOverheadBytes);
+  const int64_t piece = static_cast<int64_t>(
+      std::min(std::max(limit, 2 * kChunkOverheadBytes), kMaxResultChunkBytes) -
+      kChunkOverheadBytes);
   for (size_t i = 0; i < chunked.size(); ++i) {
     const TensorView& t = chunked[i].view;
     for (int64_t offset = 0; offset < t.bytes; offset += piece) {
