@@ -2,8 +2,8 @@
 // memory budget is held from the header on and released by completion, errors, the
 // client closing its side or the stream being cancelled; hostile chunk sequences get an
 // Error response each and the stream goes on; results come chunked when the client
-// takes them. (The C++ client's chunked round trip:
-// client_call_e2e_test.cc.)
+// takes them; the C++ client chunks every tensor of a call, in order. (The C++ client's chunked
+// round trip: client_call_e2e_test.cc.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "myops/client/client.h"
 #include "test_server.h"
 
 namespace myops::server {
@@ -55,6 +56,7 @@ class CallStreamChunksTest : public ::testing::Test {
  protected:
   void Start(int64_t budget_bytes) {
     ServerOptions options = testing::LoopbackOptions();
+    options.executor.ops = "myops::*,aten::add.Tensor";
     options.limits.max_inflight_bytes = budget_bytes;
     options.limits.tensor.max_elements = int64_t{1} << 22;
     t_ = testing::StartServer(options);
@@ -222,6 +224,36 @@ TEST_F(CallStreamChunksTest, ResultsComeChunkedWhenTheClientTakesThem) {
   EXPECT_EQ(response.response().outputs(0).tensor().data(), data);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
+  ExpectIdle();
+}
+
+TEST_F(CallStreamChunksTest, ClientChunksEveryTensorInOrder) {
+  Start(int64_t{64} << 20);
+  client::ClientOptions options;
+  options.target = t_.address;
+  options.max_message_bytes = 64 << 10;
+  auto c = client::Client::Create(options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto stream = (*c)->OpenCallStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const int64_t n = 100000;  // 400 KB each: both arguments and the result go chunked
+  const std::string x = Floats(n, 0.0f), y = Floats(n, 0.5f);
+  using client::DType;
+  using client::TensorView;
+  auto id =
+      (*stream)->Send("aten::add.Tensor", {TensorView{DType::kFloat32, {n}, x.data(), x.size()},
+                                           TensorView{DType::kFloat32, {n}, y.data(), y.size()}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto r = (*stream)->Receive();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->result.ok()) << r->result.status();
+  const TensorView z = r->result->outputs[0].tensor();
+  ASSERT_EQ(z.size_bytes, x.size());
+  const float* out = static_cast<const float*>(z.data);
+  for (int64_t i = 0; i < n; i += 997) {
+    EXPECT_EQ(out[i], 2.0f * static_cast<float>(i % 1000) + 0.5f) << "element " << i;
+  }
+  EXPECT_TRUE((*stream)->Close().ok());
   ExpectIdle();
 }
 
