@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sanitizer runs of the C++ test suites (README "Testing"), each in its own build tree:
 #   scripts/sanitize.sh address   ASan + UBSan (build-asan): every GoogleTest suite and the
-#                                 end-to-end tests of the real binaries, through CTest
+#                                 end-to-end tests of the real binaries, through CTest,
+#                                 but those labelled "large" (tensors beyond 2 GiB)
 #   scripts/sanitize.sh thread    TSan (build-tsan): the C++ client's concurrency tests
 #                                 (tests/sanitizers/tsan_tests.regex: streams, async calls,
 #                                 one client on many threads, against the echo server);
@@ -13,6 +14,7 @@
 #   MYOPS_SANITIZE_CTEST_ARGS  extra ctest arguments, e.g. "-R server_test"
 set -euo pipefail
 KIND="${1:-address}"
+EXCLUDE_LABEL=""
 source "$(dirname "$0")/env.sh"
 SUPP="$MYOPS_REPO/tests/sanitizers"
 COMMON_ARGS="-DMYOPS_SANITIZE=$KIND -DMYOPS_MALLOC=system -DMYOPS_WITH_CUDA=OFF \
@@ -29,6 +31,7 @@ case "$KIND" in
     export LSAN_OPTIONS="suppressions=$SUPP/lsan.supp:print_suppressions=0"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"  # No UBSan suppressions needed.
     REGEX="."
+    EXCLUDE_LABEL="large"
     ;;
   thread)
     export MYOPS_BUILD_DIR="$MYOPS_REPO/build-tsan" MYOPS_CMAKE_ARGS="$COMMON_ARGS"
@@ -43,4 +46,4 @@ case "$KIND" in
 esac
 # shellcheck disable=SC2086
 ctest --test-dir "$MYOPS_BUILD_DIR" --output-on-failure -j "$(nproc)" -R "$REGEX" \
-  ${MYOPS_SANITIZE_CTEST_ARGS:-}
+  ${EXCLUDE_LABEL:+-LE "$EXCLUDE_LABEL"} ${MYOPS_SANITIZE_CTEST_ARGS:-}

@@ -15,19 +15,26 @@ namespace {
 
 using myops::v1::Value;
 
-// Tensor `t`, from its data or its shared memory region.
+// Where a call's tensors may be besides their own data.
+struct Sources {
+  CallShm* shm;
+  ChunkedTensors* chunks;
+};
+
+// Tensor `t`, from its data, its shared memory region or its assembled chunks.
 absl::StatusOr<TensorView> AnyTensor(const myops::v1::Tensor& t, const std::string& field,
-                                     const TensorLimits& limits, CallShm* shm) {
-  if (t.has_shared_memory()) return DecodeRegionTensor(t, field, limits, shm);
+                                     const TensorLimits& limits, const Sources& from) {
+  if (t.chunked_byte_size() != 0) return DecodeChunkedTensor(t, field, limits, from.chunks);
+  if (t.has_shared_memory()) return DecodeRegionTensor(t, field, limits, from.shm);
   return DecodeTensor(t, field, limits);
 }
 
 absl::Status Decode(const Value& in, const std::string& field, const TensorLimits& limits,
-                    CallShm* shm, server::Value* out) {
+                    const Sources& from, server::Value* out) {
   using K = server::Value::Kind;
   switch (in.kind_case()) {
     case Value::kTensor: {
-      auto view = AnyTensor(in.tensor(), field, limits, shm);
+      auto view = AnyTensor(in.tensor(), field, limits, from);
       if (!view.ok()) return view.status();
       out->kind = K::kTensor;
       out->tensor = std::move(*view);
@@ -61,7 +68,7 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
       out->kind = K::kTensorList;
       const auto& tensors = in.tensor_list().tensors();
       for (int i = 0; i < tensors.size(); ++i) {
-        auto view = AnyTensor(tensors[i], absl::StrCat(field, "[", i, "]"), limits, shm);
+        auto view = AnyTensor(tensors[i], absl::StrCat(field, "[", i, "]"), limits, from);
         if (!view.ok()) return view.status();
         out->tensor_list.push_back(std::move(*view));
       }
@@ -96,10 +103,12 @@ myops::v1::Tensor Head(const TensorView& view) {
 }
 
 // One result as a Value message; its tensors take the next owners from `owners`. A
-// tensor written to a region (`region`) is sent as its head and the region's reference.
+// tensor written to a region (`region`) is sent as its head and the region's reference;
+// with `chunked`, a tensor with data as its head and chunked_byte_size, added there.
 wire::MessageWriter EncodeValue(const server::Value& v,
                                 std::vector<std::shared_ptr<const void>>::const_iterator* owner,
-                                const CallShm::Result* region) {
+                                const CallShm::Result* region,
+                                std::vector<ChunkedResult>* chunked) {
   using K = server::Value::Kind;
   wire::MessageWriter out;
   Value small;
@@ -113,16 +122,26 @@ wire::MessageWriter EncodeValue(const server::Value& v,
     out.AppendBytes(small.SerializeAsString());
     return out;
   }
+  // Appends tensor `t` as field `field` of `to`.
+  auto tensor = [&](int field, const TensorView& t, wire::MessageWriter* to) {
+    if (chunked == nullptr || t.bytes == 0) {
+      return to->AppendTensor(field, Head(t), TensorSlice(t, *(*owner)++));
+    }
+    myops::v1::Tensor head = Head(t);
+    head.set_chunked_byte_size(static_cast<uint64_t>(t.bytes));
+    wire::MessageWriter inner;
+    inner.AppendBytes(head.SerializeAsString());
+    to->AppendMessage(field, std::move(inner));
+    chunked->push_back({t, *(*owner)++});
+  };
   switch (v.kind) {
     case K::kTensor:
-      out.AppendTensor(Value::kTensorFieldNumber, Head(v.tensor),
-                       TensorSlice(v.tensor, *(*owner)++));
+      tensor(Value::kTensorFieldNumber, v.tensor, &out);
       return out;
     case K::kTensorList: {
       wire::MessageWriter list;
       for (const TensorView& t : v.tensor_list) {
-        list.AppendTensor(myops::v1::TensorList::kTensorsFieldNumber, Head(t),
-                          TensorSlice(t, *(*owner)++));
+        tensor(myops::v1::TensorList::kTensorsFieldNumber, t, &list);
       }
       out.AppendMessage(Value::kTensorListFieldNumber, std::move(list));
       return out;
@@ -157,14 +176,15 @@ wire::MessageWriter EncodeValue(const server::Value& v,
 }
 
 wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& timing,
-                                   uint64_t request_id, const CallShm* shm) {
+                                   uint64_t request_id, const CallShm* shm,
+                                   std::vector<ChunkedResult>* chunked) {
   wire::MessageWriter out;
   auto owner = call.keep_alive.cbegin();
   for (size_t r = 0; r < call.results.size(); ++r) {
     const CallShm::Result* region =
         shm == nullptr ? nullptr : ResultRegion(*shm, r, call.results[r]);
     out.AppendMessage(myops::v1::CallResponse::kOutputsFieldNumber,
-                      EncodeValue(call.results[r], &owner, region));
+                      EncodeValue(call.results[r], &owner, region, chunked));
   }
   myops::v1::CallResponse rest;
   *rest.mutable_timing() = timing;
@@ -197,14 +217,16 @@ absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequ
 }
 
 absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallRequest& request,
-                                                        const TensorLimits& limits, CallShm* shm) {
+                                                        const TensorLimits& limits, CallShm* shm,
+                                                        ChunkedTensors* chunks) {
+  const Sources from{shm, chunks};
   std::vector<NamedValue> out(static_cast<size_t>(request.arguments_size()));
   for (int i = 0; i < request.arguments_size(); ++i) {
     const myops::v1::Argument& arg = request.arguments(i);
     out[i].name = arg.name();
     const std::string field = arg.name().empty() ? absl::StrCat("argument ", i + 1)
                                                  : absl::StrCat("argument '", arg.name(), "'");
-    if (absl::Status s = Decode(arg.value(), field, limits, shm, &out[i].value); !s.ok()) {
+    if (absl::Status s = Decode(arg.value(), field, limits, from, &out[i].value); !s.ok()) {
       return s;
     }
   }
@@ -213,17 +235,18 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallReq
 
 grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
                                     uint64_t request_id, const CallShm* shm) {
-  return ResponseWriter(call, timing, request_id, shm).Finish();
+  return ResponseWriter(call, timing, request_id, shm, nullptr).Finish();
 }
 
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                          uint64_t request_id, const CallShm* shm) {
+                                          uint64_t request_id, const CallShm* shm,
+                                          std::vector<ChunkedResult>* chunked) {
   wire::MessageWriter out;
   myops::v1::CallStreamResponse id;
   id.set_request_id(request_id);
   out.AppendBytes(id.SerializeAsString());
   out.AppendMessage(myops::v1::CallStreamResponse::kResponseFieldNumber,
-                    ResponseWriter(call, timing, request_id, shm));
+                    ResponseWriter(call, timing, request_id, shm, chunked));
   return out.Finish();
 }
 

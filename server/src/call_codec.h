@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "call_chunks.h"
 #include "call_shm.h"
 #include "codec.h"
 #include "device.h"
@@ -28,10 +29,12 @@ absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequ
 
 // The arguments as runtime values: tensors checked as DecodeTensor does (field names
 // "argument N" or the argument's name), views into `request`, which must outlive them,
-// or, for tensors in shared memory, DecodeRegionTensor's (`shm`; null: refused).
+// or, for tensors in shared memory, DecodeRegionTensor's (`shm`; null: refused), or, for
+// chunked tensors, DecodeChunkedTensor's (`chunks`, taken in order; null: refused).
 absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallRequest& request,
                                                         const TensorLimits& limits,
-                                                        CallShm* shm = nullptr);
+                                                        CallShm* shm = nullptr,
+                                                        ChunkedTensors* chunks = nullptr);
 
 // CallResponse{outputs: call.results, timing, request_id}; result tensors reference the
 // memory kept in call.keep_alive (the slices hold it until gRPC has sent them); those
@@ -39,9 +42,12 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallReq
 grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
                                     uint64_t request_id, const CallShm* shm = nullptr);
 
-// CallStreamResponse{request_id, response: EncodeCallResponse(...)}.
+// CallStreamResponse{request_id, response: EncodeCallResponse(...)}. With `chunked`, its
+// result tensors with data are sent chunked: as their heads with chunked_byte_size, each
+// added to `chunked` in order for EncodeResultChunks.
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                          uint64_t request_id, const CallShm* shm = nullptr);
+                                          uint64_t request_id, const CallShm* shm = nullptr,
+                                          std::vector<ChunkedResult>* chunked = nullptr);
 
 // The slice of a result tensor: its memory, held by a reference to its owner until gRPC
 // frees the slice (no copy). Shared by the front ends' response encoders.

@@ -1,12 +1,16 @@
 // The myops.v1 front end's generic calls: Call, CallStream and ListOperators (see
 // service.h). Requests go through the same admission, memory budget, deadlines and
 // executor as ScaleShift; the op runs boxed (runtime/boxed_call.h).
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "call_chunks.h"
 #include "call_codec.h"
 #include "clock.h"
+#include "myops/wire/tensor_wire.h"
 #include "service.h"
 #include "stream_reactor.h"
 
@@ -18,6 +22,8 @@ struct V1CallState : CallState {
   myops::v1::CallRequest request;
   CallShm shm;                                // regions its tensors are in (call_shm.h)
   std::vector<BudgetReservation> shm_copies;  // argument tensors copied out of regions
+  ChunkedTensors chunks;                      // its chunked tensors, assembled (call_chunks.h)
+  uint64_t response_limit = 0;                // a larger stream response goes chunked; 0: never
 };
 
 // The unary Call's reactor: owns the call's state (and so its budget and result memory)
@@ -28,19 +34,25 @@ class CallReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 };
 
-// Reserves the budget for a request of `bytes`, parses it and decodes its arguments.
-absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallState* state) {
+// Reserves the budget for a request of `bytes` and parses it.
+absl::Status ParseHead(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallState* state) {
   if (absl::Status reserved =
           service->ReserveCallRequest(static_cast<int64_t>(bytes.Length()), state);
       !reserved.ok()) {
     return reserved;
   }
-  if (absl::Status parsed = ParseCallRequest(bytes, &state->request); !parsed.ok()) return parsed;
+  return ParseCallRequest(bytes, &state->request);
+}
+
+// Decodes a parsed request's arguments (views of `state`, which must not move after).
+absl::Status DecodeCall(MyopsService* service, V1CallState* state) {
   state->shm.registry = service->shared_memory();
   state->shm.reserve = [service, state](int64_t n) {
     return service->ReserveWorkingMemory(n, &state->shm_copies.emplace_back());
   };
-  auto args = DecodeArguments(state->request, service->limits().tensor, &state->shm);
+  // Chunked tensors come on CallStream only, after a header (CallStreamKind::Receive).
+  ChunkedTensors* chunks = state->chunks.tensors.empty() ? nullptr : &state->chunks;
+  auto args = DecodeArguments(state->request, service->limits().tensor, &state->shm, chunks);
   if (!args.ok()) return args.status();
   state->shm.inline_unfit = state->request.inline_unfit_results();
   if (absl::Status regions = ResolveResultRegions(state->request, &state->shm); !regions.ok()) {
@@ -53,12 +65,105 @@ absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallS
   return absl::OkStatus();
 }
 
-// CallStream's steps for StreamReactor.
+// Parses and decodes a unary Call's request.
+absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallState* state) {
+  if (absl::Status parsed = ParseHead(service, bytes, state); !parsed.ok()) return parsed;
+  return DecodeCall(service, state);
+}
+
+// A stream request's choice of chunked results (CallRequest.max_response_message_bytes).
+absl::Status TakeResponseLimit(const MyopsService& service, V1CallState* state) {
+  const uint64_t wanted = state->request.max_response_message_bytes();
+  if (wanted == 0) return absl::OkStatus();
+  if (wanted < kMinResponseMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("max_response_message_bytes is ", wanted,
+                                                   "; expected 0 (no chunked results) or at least ",
+                                                   kMinResponseMessageBytes));
+  }
+  state->response_limit =
+      std::min(wanted, static_cast<uint64_t>(service.limits().max_message_bytes));
+  state->chunked_results = true;
+  return absl::OkStatus();
+}
+
+// CallStream's steps for StreamReactor, with chunked tensors (call_chunks.h).
 struct CallStreamKind {
   using State = V1CallState;
+  using Assembly = ChunkAssembly;
   static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kCallStream;
-  static absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, State* state) {
-    return server::Parse(service, bytes, state);
+  static Assembly MakeAssembly(MyopsService* service) {
+    return ChunkAssembly(service->limits().tensor, [service](int64_t n, BudgetReservation* out) {
+      return service->ReserveWorkingMemory(n, out);
+    });
+  }
+  // One message: a request to answer (true; `status`: its parse), or a piece of one
+  // that is not complete yet (false).
+  static bool Receive(MyopsService* service, const grpc::ByteBuffer& bytes, Assembly* assembly,
+                      State* state, absl::Status* status) {
+    if (IsChunkMessage(bytes)) {
+      ChunkAssembly::Request done;
+      uint64_t id = 0;
+      switch (assembly->Add(bytes, &done, &id, status)) {
+        case ChunkAssembly::Added::kConsumed:
+          return false;
+        case ChunkAssembly::Added::kFailed:
+          state->request.set_request_id(id);
+          return true;
+        case ChunkAssembly::Added::kComplete:
+          state->request = std::move(done.request);
+          state->request_reservation = std::move(done.header);
+          state->received_bytes = done.received_bytes;
+          state->chunks = std::move(done.chunks);
+          *status = Decode(service, state);
+          return true;
+      }
+    }
+    *status = ParseHead(service, bytes, state);
+    if (!status->ok()) {
+      if (status->code() == absl::StatusCode::kResourceExhausted)
+        Unreserved(bytes, assembly, state);
+      return true;
+    }
+    auto sizes = FindChunkedTensors(state->request, service->limits().tensor);
+    if (!sizes.ok()) {  // Refused; the chunks its client sends anyway are dropped.
+      assembly->Refuse(state->request.request_id(), AnnouncedChunkedBytes(state->request));
+      *status = sizes.status();
+      return true;
+    }
+    if (sizes->bytes.empty()) {
+      *status = Decode(service, state);
+      return true;
+    }
+    const uint64_t id = state->request.request_id();
+    ChunkAssembly::Request pending;
+    pending.request = std::move(state->request);
+    pending.header = std::move(state->request_reservation);
+    pending.received_bytes = state->received_bytes;
+    *status = assembly->Start(std::move(pending), *sizes);
+    if (status->ok()) return false;
+    state->request.set_request_id(id);  // Only its error is answered.
+    return true;
+  }
+  // A request the budget refused before it was parsed: when it is small (as a chunked
+  // request's header is), parses it all the same (bounded: wire::kMaxHeadBytes) for its
+  // id, which the error then carries, and drops the chunks it announced.
+  static void Unreserved(const grpc::ByteBuffer& bytes, Assembly* assembly, State* state) {
+    if (bytes.Length() > wire::kMaxHeadBytes) return;
+    myops::v1::CallRequest head;
+    if (!ParseCallRequest(bytes, &head).ok()) return;
+    state->request.set_request_id(head.request_id());
+    assembly->Refuse(head.request_id(), AnnouncedChunkedBytes(head));
+  }
+  // Once the client has closed its side: a request whose chunks did not all come.
+  static bool TakeUnfinished(Assembly* assembly, State* state, absl::Status* status) {
+    uint64_t id = 0;
+    if (!assembly->TakeUnfinished(&id, status)) return false;
+    state->request.set_request_id(id);
+    return true;
+  }
+  static absl::Status Decode(MyopsService* service, State* state) {
+    if (absl::Status limit = TakeResponseLimit(*service, state); !limit.ok()) return limit;
+    return DecodeCall(service, state);
   }
   template <typename Done>
   static void Process(MyopsService* service, State* state, Clock::time_point received,
@@ -66,12 +171,18 @@ struct CallStreamKind {
                       std::function<bool()> is_cancelled, Done done) {
     service->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
   }
-  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state,
-                                                 const myops::v1::Timing& timing) {
+  static absl::StatusOr<std::vector<grpc::ByteBuffer>> Encode(const State& state,
+                                                              const myops::v1::Timing& timing) {
     if (absl::Status finished = FinishRegions(state.call, state.shm); !finished.ok()) {
       return finished;
     }
-    return EncodeCallStreamResponse(state.call, timing, state.request.request_id(), &state.shm);
+    const uint64_t id = state.request.request_id();
+    std::vector<grpc::ByteBuffer> out;
+    out.push_back(EncodeCallStreamResponse(state.call, timing, id, &state.shm));
+    if (state.response_limit == 0 || out[0].Length() <= state.response_limit) return out;
+    std::vector<ChunkedResult> chunked;
+    grpc::ByteBuffer head = EncodeCallStreamResponse(state.call, timing, id, &state.shm, &chunked);
+    return EncodeResultChunks(std::move(head), id, chunked, state.response_limit);
   }
   static uint64_t RequestId(const State& state) { return state.request.request_id(); }
   static uint64_t InputBytes(const State& state) {
@@ -163,7 +274,7 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
     if (status.ok()) {
       // Results exist by now (the op allocated them); they are held from here until sent.
       const int64_t result_bytes = ResultBytes(state->call);
-      if (result_bytes > limits_.max_message_bytes) {
+      if (result_bytes > limits_.max_message_bytes && !state->chunked_results) {
         status = absl::ResourceExhaustedError(
             absl::StrCat("the results of ", op.QualifiedName(), " take ", result_bytes,
                          " bytes, more than the largest message this server sends (",

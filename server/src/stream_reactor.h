@@ -10,6 +10,7 @@
 #include <mutex>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
@@ -37,11 +38,18 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 // in call_service.cc): `State` (one request's state, default-constructible), `kRpc`,
 // `static absl::Status Parse(MyopsService*, const grpc::ByteBuffer&, State*)`,
 // `static void Process(MyopsService*, State*, received, deadline, is_cancelled, done)`,
-// `static absl::StatusOr<grpc::ByteBuffer> Encode(const State&, const Timing&)`,
-// `static uint64_t RequestId(const State&)`, `static uint64_t InputBytes(const State&)`;
-// a Kind whose protocol writes errors its own way (ModelStreamInfer, kserve_service.cc)
-// has `static grpc::ByteBuffer EncodeError(const State&, const absl::Status&)` instead of
-// RequestId.
+// `static absl::StatusOr<grpc::ByteBuffer> Encode(const State&, const Timing&)` (or a
+// StatusOr<std::vector<grpc::ByteBuffer>>: a response of several messages, written back
+// to back), `static uint64_t RequestId(const State&)`, `static uint64_t InputBytes(const
+// State&)`; a Kind whose protocol writes errors its own way (ModelStreamInfer,
+// kserve_service.cc) has `static grpc::ByteBuffer EncodeError(const State&, const
+// absl::Status&)` instead of RequestId. A Kind whose requests may come in several
+// messages (CallStream's chunked tensors) has a per-stream `Assembly` (made by `static
+// Assembly MakeAssembly(MyopsService*)`, used by the one read in progress) and, instead
+// of Parse, `static bool Receive(MyopsService*, const grpc::ByteBuffer&, Assembly*,
+// State*, absl::Status* parsed)`, false when the message completed no request, and
+// `static bool TakeUnfinished(Assembly*, State*, absl::Status*)`, which the reactor calls
+// once the client has closed its side to answer each request left incomplete.
 template <typename Kind, typename = void>
 struct HasEncodeError : std::false_type {};
 template <typename Kind>
@@ -50,11 +58,28 @@ struct HasEncodeError<
                                                  std::declval<const absl::Status&>()))>>
     : std::true_type {};
 
+struct NoAssembly {};
+template <typename Kind, typename = void>
+struct AssemblyOf {
+  using type = NoAssembly;
+  static constexpr bool kPresent = false;
+  static NoAssembly Make(MyopsService*) { return {}; }
+};
+template <typename Kind>
+struct AssemblyOf<Kind, std::void_t<typename Kind::Assembly>> {
+  using type = typename Kind::Assembly;
+  static constexpr bool kPresent = true;
+  static type Make(MyopsService* service) { return Kind::MakeAssembly(service); }
+};
+
 template <typename Kind>
 class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamReactor(MyopsService* service, grpc::CallbackServerContext* context, bool admitted)
-      : service_(service), context_(context), admitted_(admitted) {
+      : service_(service),
+        context_(context),
+        admitted_(admitted),
+        assembly_(AssemblyOf<Kind>::Make(service)) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!admitted_) {
       finished_ = true;
@@ -67,19 +92,25 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnReadDone(bool ok) override {
     const auto received = std::chrono::steady_clock::now();
-    if (!ok) {
-      std::lock_guard<std::mutex> lock(mu_);
-      reading_ = false;
-      reads_done_ = true;
-      MaybeFinishLocked();
-      return;
-    }
+    if (!ok) return OnReadsDone();
     auto item = std::make_unique<Item>();
     // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
-    // in the received slices.
-    const absl::Status parsed = Kind::Parse(service_, read_buffer_, &item->state);
+    // in the received slices (or, for a piece of a request, is copied where it belongs).
+    absl::Status parsed;
+    bool answer = true;
+    if constexpr (AssemblyOf<Kind>::kPresent) {
+      answer = Kind::Receive(service_, read_buffer_, &assembly_, &item->state, &parsed);
+    } else {
+      parsed = Kind::Parse(service_, read_buffer_, &item->state);
+    }
     item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
     read_buffer_.Clear();
+    if (!answer) {  // A piece, held by the assembly (and its budget): read on.
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      MaybeReadLocked();
+      return;
+    }
     Item* raw = item.release();  // Owned by the write queue once completed.
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -97,9 +128,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         });
   }
 
-  void OnWriteDone(bool /*ok*/) override {
+  void OnWriteDone(bool ok) override {
     std::unique_ptr<Item> written;  // Freed (and its budget released) after the unlock.
     std::lock_guard<std::mutex> lock(mu_);
+    Item& front = *writes_.front();
+    // The rest of a response of several messages, unless the stream has failed.
+    if (ok && ++front.written < front.responses.size()) {
+      StartWrite(&front.responses[front.written]);
+      return;
+    }
     written = std::move(writes_.front());
     writes_.pop_front();
     writing_ = false;
@@ -118,26 +155,52 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  private:
   struct Item {
     typename Kind::State state;
-    grpc::ByteBuffer response;
-    int64_t window_bytes = 0;  // counted against kStreamWindowBytes until written
+    std::vector<grpc::ByteBuffer> responses;  // written in order
+    size_t written = 0;                       // of responses
+    int64_t window_bytes = 0;                 // counted against kStreamWindowBytes until written
   };
+
+  // The client has closed its side (or the stream failed): answers the requests left
+  // incomplete, then finishes once everything is written.
+  void OnReadsDone() {
+    std::vector<std::pair<Item*, absl::Status>> unfinished;
+    if constexpr (AssemblyOf<Kind>::kPresent) {
+      while (true) {
+        auto item = std::make_unique<Item>();
+        absl::Status status;
+        if (!Kind::TakeUnfinished(&assembly_, &item->state, &status)) break;
+        unfinished.emplace_back(item.release(), std::move(status));
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reading_ = false;
+      reads_done_ = true;
+      outstanding_ += static_cast<int>(unfinished.size());  // Finishing waits for them.
+      MaybeFinishLocked();
+    }
+    for (auto& [raw, status] : unfinished) Complete(raw, std::move(status), {});
+  }
 
   // Encodes `raw`'s response and queues it for writing.
   void Complete(Item* raw, absl::Status status, const myops::v1::Timing& timing) {
     service_->metrics().Record(Kind::kRpc, status, timing, Kind::InputBytes(raw->state));
     if (status.ok()) {
-      absl::StatusOr<grpc::ByteBuffer> encoded = Kind::Encode(raw->state, timing);
-      if (encoded.ok()) {
-        raw->response = std::move(*encoded);
-      } else {
+      auto encoded = Kind::Encode(raw->state, timing);
+      if (!encoded.ok()) {
         status = encoded.status();
+      } else if constexpr (std::is_same_v<std::decay_t<decltype(*encoded)>, grpc::ByteBuffer>) {
+        raw->responses.push_back(std::move(*encoded));
+      } else {
+        raw->responses = std::move(*encoded);
       }
     }
     if (!status.ok()) {
+      raw->responses.clear();
       if constexpr (HasEncodeError<Kind>::value) {
-        raw->response = Kind::EncodeError(raw->state, status);
+        raw->responses.push_back(Kind::EncodeError(raw->state, status));
       } else {
-        raw->response = EncodeStreamError(Kind::RequestId(raw->state), status);
+        raw->responses.push_back(EncodeStreamError(Kind::RequestId(raw->state), status));
       }
       raw->state = typename Kind::State();  // Only the small error waits to be written.
     }
@@ -156,7 +219,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
   void WriteNextLocked() {
     writing_ = true;
-    StartWrite(&writes_.front()->response);
+    StartWrite(&writes_.front()->responses.front());
   }
   void MaybeFinishLocked() {
     if (reads_done_ && outstanding_ == 0 && !writing_ && !finished_) {
@@ -169,6 +232,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   grpc::CallbackServerContext* const context_;
   const bool admitted_;  // holds one of the service's open-stream slots
   grpc::ByteBuffer read_buffer_;
+  typename AssemblyOf<Kind>::type assembly_;  // only the read in progress touches it
   std::mutex mu_;
   std::deque<std::unique_ptr<Item>> writes_;  // front: the write in progress
   int outstanding_ = 0;                       // read and not yet written

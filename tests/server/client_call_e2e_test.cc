@@ -1,6 +1,7 @@
 // The C++ client's generic Call against the real myops-server binary: myops::scale_shift
-// called by name (positional and keyword, unary, async and on a CallStream) gives exactly
-// ScaleShift's bytes; ListOperators describes it; bad calls get INVALID_ARGUMENT.
+// called by name (positional and keyword, unary, async and on a CallStream, chunked there
+// when larger than a message) gives exactly ScaleShift's bytes; ListOperators describes
+// it; bad calls get INVALID_ARGUMENT.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -149,6 +150,40 @@ TEST_F(ClientCallE2eTest, StreamOfCallsEqualsScaleShift) {
   }
   EXPECT_EQ((*stream)->Receive().status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_TRUE((*stream)->Close().ok());
+}
+
+TEST_F(ClientCallE2eTest, ChunkedCallsOnAStreamAreExact) {
+  ClientOptions options;
+  options.target = "127.0.0.1:" + std::to_string(port_);
+  options.max_message_bytes = 1 << 20;  // 4 MiB each way: chunks of just under 1 MiB
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::unique_ptr<CallStreamSession>> stream = (*client)->OpenCallStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const Tensor x = Random(DType::kFloat32, {(1 << 20) + 3}, 11);
+  const Tensor small = Random(DType::kFloat32, {4}, 12);
+  absl::StatusOr<ScaleShiftResult> expected = client_->ScaleShift(x.view(), 2.0, 1.0);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (int round = 0; round < 2; ++round) {  // A small request between chunked ones.
+    absl::StatusOr<uint64_t> id = (*stream)->Send("myops::scale_shift", {x.view(), 2.0, 1.0});
+    ASSERT_TRUE(id.ok()) << id.status();
+    absl::StatusOr<uint64_t> small_id =
+        (*stream)->Send("myops::scale_shift", {small.view(), 1.0, 0.0});
+    ASSERT_TRUE(small_id.ok()) << small_id.status();
+    for (int k = 0; k < 2; ++k) {
+      absl::StatusOr<CallStreamResult> r = (*stream)->Receive();
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_TRUE(r->result.ok()) << r->result.status();
+      const std::string y = r->result->outputs[0].TakeTensor().bytes();
+      EXPECT_TRUE(y == (r->request_id == *small_id ? small.bytes() : expected->output.bytes()))
+          << "request " << r->request_id;
+    }
+  }
+  EXPECT_TRUE((*stream)->Close().ok());
+  // Unary Call cannot chunk: its error says where larger requests go.
+  absl::StatusOr<CallResult> unary = (*client)->Call("myops::scale_shift", {x.view(), 2.0, 1.0});
+  EXPECT_EQ(unary.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unary.status().message(), HasSubstr("CallStream"));
 }
 
 TEST_F(ClientCallE2eTest, ListOperatorsDescribesScaleShift) {

@@ -9,6 +9,7 @@
 #define MYOPS_CLIENT_SRC_CALL_CODEC_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -59,6 +60,11 @@ struct CallFields {
   absl::string_view device;
   uint64_t request_id = 0;
   const CallPlacement* placement = nullptr;  // null: every tensor inline
+  // CallStream only: tensors with data are announced (Tensor.chunked_byte_size) and sent
+  // in chunks after the request (EncodeCallChunk), and results may come chunked in
+  // messages of up to max_response_message_bytes (0: not).
+  bool chunked = false;
+  uint64_t max_response_message_bytes = 0;
 };
 
 // The region a response's tensors may be in: the call's lease (shm_pool.h). A region
@@ -79,11 +85,20 @@ uint64_t EncodedCallSize(const CallFields& call);
 // InvalidArgumentError naming the argument when `call` cannot make a request this client
 // may send: an empty op or keyword, a keyword given twice, a tensor that fails
 // ValidateTensorView, an unknown DType value, or an encoded size over max_message_bytes.
-absl::Status ValidateCall(const CallFields& call, int max_message_bytes);
+// `chunkable` (CallStream): only the request without its tensors' data must fit.
+absl::Status ValidateCall(const CallFields& call, int max_message_bytes, bool chunkable = false);
 
 // The CallRequest's wire bytes in one buffer of `pool` (tensor data copied in once).
 // `call` must have passed ValidateCall.
 grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool);
+
+// The tensors with data of `call`, in the order the protocol numbers chunked tensors.
+std::vector<TensorView> ChunkedTensors(const CallFields& call);
+
+// CallRequest{chunk: TensorChunk{request_id, tensor_index, data: n bytes at `data`,
+// offset}} in one buffer of `pool` (the bytes copied in once).
+grpc::ByteBuffer EncodeCallChunk(uint64_t request_id, uint32_t tensor_index, uint64_t offset,
+                                 const void* data, size_t n, SendBufferPool& pool);
 
 // Parses a CallResponse. InternalError when the bytes are not one, or an output is
 // malformed (no value, a tensor whose data does not match its dtype and shape, an unknown
@@ -96,6 +111,24 @@ absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes,
 // Parses a CallStreamResponse: its request_id and result, the error of that request, or
 // (request_id 0) InternalError when the bytes are malformed.
 CallStreamResult DecodeCallStreamResponse(const grpc::ByteBuffer& bytes);
+
+// A CallStreamResponse parsed, its tensors' data taken aside, before its result is taken.
+struct ParsedStreamResponse {
+  myops::v1::CallStreamResponse response;
+  std::vector<std::string> data;
+  bool ok = false;  // false: the bytes were malformed
+};
+ParsedStreamResponse ParseCallStreamResponse(const grpc::ByteBuffer& bytes);
+// Its result (as DecodeCallStreamResponse's).
+CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStreamResponse& parsed);
+// Gives `tensor` (of parsed.response) `bytes` as its data, in place of chunked_byte_size.
+void SetTensorData(ParsedStreamResponse& parsed, myops::v1::Tensor* tensor, std::string bytes);
+
+// Decodes the CallStreamResponse in `*message`. When its result has chunked tensors,
+// reads their chunks with `read_next` (which reads the stream's next message into
+// `*message`; false once the stream has ended) and reassembles them (call_chunks.cc).
+CallStreamResult ReceiveCallStreamResponse(grpc::ByteBuffer* message,
+                                           const std::function<bool()>& read_next);
 
 std::vector<OperatorDescription> DecodeOperators(const myops::v1::ListOperatorsResponse& response);
 

@@ -227,10 +227,28 @@ absl::StatusOr<CallResult> DecodeCallResponse(const grpc::ByteBuffer& bytes,
 }
 
 CallStreamResult DecodeCallStreamResponse(const grpc::ByteBuffer& bytes) {
-  v1::CallStreamResponse response;
-  std::vector<std::string> data;
+  ParsedStreamResponse parsed = ParseCallStreamResponse(bytes);
+  return TakeCallStreamResult(bytes, parsed);
+}
+
+ParsedStreamResponse ParseCallStreamResponse(const grpc::ByteBuffer& bytes) {
+  ParsedStreamResponse parsed;
+  parsed.ok = Parse(bytes, Type::kStreamResponse, &parsed.response, &parsed.data);
+  return parsed;
+}
+
+void SetTensorData(ParsedStreamResponse& parsed, v1::Tensor* tensor, std::string bytes) {
+  const uint64_t index = parsed.data.size();
+  parsed.data.push_back(std::move(bytes));
+  tensor->set_data(reinterpret_cast<const char*>(&index), kPlaceholderBytes);
+  tensor->clear_chunked_byte_size();
+}
+
+CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStreamResponse& parsed) {
+  const v1::CallStreamResponse& response = parsed.response;
+  std::vector<std::string>& data = parsed.data;
   CallStreamResult result;
-  if (!Parse(bytes, Type::kStreamResponse, &response, &data)) {
+  if (!parsed.ok) {
     result.result = Malformed(bytes, response.GetTypeName());
     return result;
   }

@@ -15,12 +15,15 @@ namespace {
 // one byte.
 namespace field {
 constexpr int kRequestOp = 1, kRequestArguments = 2, kRequestDevice = 3, kRequestId = 4,
-              kRequestResultRegions = 5, kRequestInlineUnfit = 8;
+              kRequestResultRegions = 5, kRequestChunk = 6, kRequestMaxResponse = 7,
+              kRequestInlineUnfit = 8;
+constexpr int kChunkRequestId = 1, kChunkTensorIndex = 2, kChunkData = 3, kChunkOffset = 4;
 constexpr int kArgumentName = 1, kArgumentValue = 2;
 constexpr int kTensor = 1, kInt = 2, kFloat = 3, kBool = 4, kString = 5, kIntList = 6,
               kFloatList = 7, kTensorList = 8, kScalarType = 9, kNone = 10;
 constexpr int kListValues = 1;  // IntList.values, FloatList.values, TensorList.tensors
-constexpr int kTensorDType = 1, kTensorShape = 2, kTensorData = 3, kTensorSharedMemory = 4;
+constexpr int kTensorDType = 1, kTensorShape = 2, kTensorData = 3, kTensorSharedMemory = 4,
+              kTensorChunkedByteSize = 5;
 constexpr int kRefRegion = 1, kRefOffset = 2, kRefByteSize = 3;
 }  // namespace field
 
@@ -51,6 +54,20 @@ uint64_t PackedIntsSize(const std::vector<int64_t>& values) {
   return n;
 }
 
+// How a call's tensors with data travel: in a shared memory region (those `placement`
+// places: Tensor.shared_memory), announced for chunks (`chunked`: chunked_byte_size), or
+// as data.
+struct TensorMode {
+  const CallPlacement* placement = nullptr;
+  bool chunked = false;
+};
+
+TensorMode ModeOf(const CallFields& call) { return {call.placement, call.chunked}; }
+
+const RegionRef* RefOf(const TensorView& t, TensorMode mode) {
+  return mode.placement == nullptr ? nullptr : mode.placement->Find(t);
+}
+
 uint64_t RefSize(const RegionRef& ref) {
   uint64_t n = ref.region.empty() ? 0 : FieldSize(ref.region.size());
   if (ref.offset != 0) n += 1 + VarintSize(ref.offset);
@@ -58,22 +75,22 @@ uint64_t RefSize(const RegionRef& ref) {
   return n;
 }
 
-uint64_t TensorSize(const TensorView& t, const CallPlacement* placement) {
+uint64_t TensorSize(const TensorView& t, TensorMode mode) {
   uint64_t n = 1 + VarintSize(AsVarint(static_cast<int32_t>(t.dtype)));
   if (!t.shape.empty()) n += FieldSize(PackedIntsSize(t.shape));
-  if (const RegionRef* ref = placement == nullptr ? nullptr : placement->Find(t)) {
-    return n + FieldSize(RefSize(*ref));
+  if (const RegionRef* ref = RefOf(t, mode)) return n + FieldSize(RefSize(*ref));
+  if (t.size_bytes != 0) {
+    n += mode.chunked ? 1 + VarintSize(t.size_bytes) : FieldSize(t.size_bytes);
   }
-  if (t.size_bytes != 0) n += FieldSize(t.size_bytes);
   return n;
 }
 
-uint64_t ValueSize(const Value& value, const CallPlacement* placement) {
+uint64_t ValueSize(const Value& value, TensorMode mode) {
   switch (value.kind()) {
     case Value::Kind::kNone:
       return FieldSize(0);
     case Value::Kind::kTensor:
-      return FieldSize(TensorSize(value.tensor(), placement));
+      return FieldSize(TensorSize(value.tensor(), mode));
     case Value::Kind::kInt:
       return 1 + VarintSize(AsVarint(value.int_value()));
     case Value::Kind::kFloat:
@@ -92,7 +109,7 @@ uint64_t ValueSize(const Value& value, const CallPlacement* placement) {
     }
     case Value::Kind::kTensorList: {
       uint64_t n = 0;
-      for (const TensorView& t : value.tensor_list()) n += FieldSize(TensorSize(t, placement));
+      for (const TensorView& t : value.tensor_list()) n += FieldSize(TensorSize(t, mode));
       return FieldSize(n);
     }
     case Value::Kind::kScalarType:
@@ -101,14 +118,14 @@ uint64_t ValueSize(const Value& value, const CallPlacement* placement) {
   return 0;
 }
 
-uint64_t ArgumentSize(absl::string_view name, const Value& value, const CallPlacement* placement) {
-  return (name.empty() ? 0 : FieldSize(name.size())) + FieldSize(ValueSize(value, placement));
+uint64_t ArgumentSize(absl::string_view name, const Value& value, TensorMode mode) {
+  return (name.empty() ? 0 : FieldSize(name.size())) + FieldSize(ValueSize(value, mode));
 }
 
 // Writes into a buffer sized by the functions above.
 class Writer {
  public:
-  Writer(uint8_t* out, const CallPlacement* placement) : out_(out), placement_(placement) {}
+  explicit Writer(uint8_t* out, TensorMode mode = {}) : out_(out), mode_(mode) {}
   uint8_t* position() const { return out_; }
 
   void Varint(uint64_t value) {
@@ -152,12 +169,15 @@ class Writer {
     }
   }
   void Tensor(int field, const TensorView& t) {
-    Header(field, TensorSize(t, placement_));
+    Header(field, TensorSize(t, mode_));
     Tag(field::kTensorDType, kVarint);
     Varint(AsVarint(static_cast<int32_t>(t.dtype)));
     if (!t.shape.empty()) PackedInts(field::kTensorShape, t.shape);
-    if (const RegionRef* ref = placement_ == nullptr ? nullptr : placement_->Find(t)) {
+    if (const RegionRef* ref = RefOf(t, mode_)) {
       Ref(field::kTensorSharedMemory, *ref);  // The data is in the region already.
+    } else if (t.size_bytes != 0 && mode_.chunked) {
+      Tag(field::kTensorChunkedByteSize, kVarint);
+      Varint(t.size_bytes);
     } else if (t.size_bytes != 0) {
       Header(field::kTensorData, t.size_bytes);
       Raw(t.data, t.size_bytes);  // The one copy of the tensor's data.
@@ -167,7 +187,7 @@ class Writer {
 
  private:
   uint8_t* out_;
-  const CallPlacement* placement_;
+  const TensorMode mode_;
 };
 
 void Writer::Value(const client::Value& value) {
@@ -211,7 +231,7 @@ void Writer::Value(const client::Value& value) {
     case Value::Kind::kTensorList: {
       const std::vector<TensorView> tensors = value.tensor_list();
       uint64_t n = 0;
-      for (const TensorView& t : tensors) n += FieldSize(TensorSize(t, placement_));
+      for (const TensorView& t : tensors) n += FieldSize(TensorSize(t, mode_));
       Header(field::kTensorList, n);
       for (const TensorView& t : tensors) Tensor(field::kListValues, t);
       return;
@@ -229,14 +249,18 @@ std::string ArgumentName(size_t index, const NamedArg* named) {
   return absl::StrCat("argument ", index + 1);
 }
 
+// max_message_bytes 0: no limit (the request may go chunked); none either for a tensor
+// `placement` places in shared memory.
 absl::Status ValidateTensor(const TensorView& t, const std::string& what, int max_message_bytes,
                             const CallPlacement* placement) {
   if (absl::Status status = ValidateTensorView(t, what); !status.ok()) return status;
   const bool placed = placement != nullptr && placement->Find(t) != nullptr;
-  if (!placed && t.size_bytes > static_cast<size_t>(max_message_bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": ", t.size_bytes, " bytes exceed the client's max_message_bytes (",
-        max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
+  if (!placed && max_message_bytes != 0 && t.size_bytes > static_cast<size_t>(max_message_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", t.size_bytes, " bytes exceed the client's max_message_bytes (",
+                     max_message_bytes,
+                     "); expected at most that (ClientOptions::max_message_bytes), or send it on a "
+                     "CallStream, which sends larger tensors in chunks"));
   }
   return absl::OkStatus();
 }
@@ -271,27 +295,30 @@ absl::Status ValidateValue(const Value& value, const std::string& what, int max_
 
 uint64_t EncodedCallSize(const CallFields& call) {
   uint64_t n = call.op.empty() ? 0 : FieldSize(call.op.size());
-  const CallPlacement* placement = call.placement;
-  for (const Value& value : call.args) n += FieldSize(ArgumentSize("", value, placement));
+  for (const Value& value : call.args) n += FieldSize(ArgumentSize("", value, ModeOf(call)));
   for (const NamedArg& arg : call.kwargs) {
-    n += FieldSize(ArgumentSize(arg.name, arg.value, placement));
+    n += FieldSize(ArgumentSize(arg.name, arg.value, ModeOf(call)));
   }
   if (!call.device.empty()) n += FieldSize(call.device.size());
   if (call.request_id != 0) n += 1 + VarintSize(call.request_id);
-  if (placement != nullptr && !placement->result.region.empty()) {
-    n += FieldSize(RefSize(placement->result)) + 2;  // result_regions, inline_unfit_results
+  if (call.placement != nullptr && !call.placement->result.region.empty()) {
+    n += FieldSize(RefSize(call.placement->result)) + 2;  // result_regions, inline_unfit_results
+  }
+  if (call.max_response_message_bytes != 0) {
+    n += 1 + VarintSize(call.max_response_message_bytes);
   }
   return n;
 }
 
-absl::Status ValidateCall(const CallFields& call, int max_message_bytes) {
+absl::Status ValidateCall(const CallFields& call, int max_message_bytes, bool chunkable) {
+  const int tensor_limit = chunkable ? 0 : max_message_bytes;
   if (call.op.empty()) {
     return absl::InvalidArgumentError(
         "op is empty; expected \"namespace::name\" or \"namespace::name.overload\"");
   }
   for (size_t i = 0; i < call.args.size(); ++i) {
     absl::Status status =
-        ValidateValue(call.args[i], ArgumentName(i, nullptr), max_message_bytes, call.placement);
+        ValidateValue(call.args[i], ArgumentName(i, nullptr), tensor_limit, call.placement);
     if (!status.ok()) return status;
   }
   for (size_t i = 0; i < call.kwargs.size(); ++i) {
@@ -307,16 +334,22 @@ absl::Status ValidateCall(const CallFields& call, int max_message_bytes) {
       }
     }
     absl::Status status =
-        ValidateValue(arg.value, ArgumentName(i, &arg), max_message_bytes, call.placement);
+        ValidateValue(arg.value, ArgumentName(i, &arg), tensor_limit, call.placement);
     if (!status.ok()) return status;
   }
-  const uint64_t size = EncodedCallSize(call);
+  CallFields head = call;
+  head.chunked = head.chunked || chunkable;  // A chunked request's header must fit.
+  const uint64_t size = EncodedCallSize(head);
   if (size > static_cast<uint64_t>(max_message_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the request for ", call.op, " takes ", size,
-        " bytes encoded (its tensors' data plus their dtypes, shapes and the other "
-        "arguments), over the client's max_message_bytes (",
-        max_message_bytes, "); expected at most that (ClientOptions::max_message_bytes)"));
+        chunkable ? " bytes encoded without its tensors' data (their dtypes, shapes and the "
+                    "other arguments)"
+                  : " bytes encoded (its tensors' data plus their dtypes, shapes and the other "
+                    "arguments)",
+        ", over the client's max_message_bytes (", max_message_bytes,
+        "); expected at most that (ClientOptions::max_message_bytes)",
+        chunkable ? "" : ", or send it on a CallStream, which sends larger tensors in chunks"));
   }
   return absl::OkStatus();
 }
@@ -325,12 +358,12 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
   const uint64_t size = EncodedCallSize(call);
   grpc::Slice buffer = pool.Acquire(size);
   uint8_t* const begin = const_cast<uint8_t*>(buffer.begin());  // Ours until sent.
-  Writer out(begin, call.placement);
+  Writer out(begin, ModeOf(call));
   if (!call.op.empty()) out.String(field::kRequestOp, call.op);
   auto argument = [&](absl::string_view name, const Value& value) {
-    out.Header(field::kRequestArguments, ArgumentSize(name, value, call.placement));
+    out.Header(field::kRequestArguments, ArgumentSize(name, value, ModeOf(call)));
     if (!name.empty()) out.String(field::kArgumentName, name);
-    out.Header(field::kArgumentValue, ValueSize(value, call.placement));
+    out.Header(field::kArgumentValue, ValueSize(value, ModeOf(call)));
     out.Value(value);
   };
   for (const Value& value : call.args) argument("", value);
@@ -342,9 +375,55 @@ grpc::ByteBuffer EncodeCallRequest(const CallFields& call, SendBufferPool& pool)
   }
   if (call.placement != nullptr && !call.placement->result.region.empty()) {
     out.Ref(field::kRequestResultRegions, call.placement->result);
+  }
+  if (call.max_response_message_bytes != 0) {
+    out.Tag(field::kRequestMaxResponse, kVarint);
+    out.Varint(call.max_response_message_bytes);
+  }
+  if (call.placement != nullptr && !call.placement->result.region.empty()) {
     out.Tag(field::kRequestInlineUnfit, kVarint);
     out.Varint(1);
   }
+  assert(static_cast<uint64_t>(out.position() - begin) == size);
+  return grpc::ByteBuffer(&buffer, 1);
+}
+
+std::vector<TensorView> ChunkedTensors(const CallFields& call) {
+  std::vector<TensorView> out;
+  auto add = [&out](const Value& value) {
+    if (value.kind() == Value::Kind::kTensor && value.tensor().size_bytes != 0) {
+      out.push_back(value.tensor());
+    }
+    if (value.kind() == Value::Kind::kTensorList) {
+      for (const TensorView& t : value.tensor_list()) {
+        if (t.size_bytes != 0) out.push_back(t);
+      }
+    }
+  };
+  for (const Value& value : call.args) add(value);
+  for (const NamedArg& arg : call.kwargs) add(arg.value);
+  return out;
+}
+
+grpc::ByteBuffer EncodeCallChunk(uint64_t request_id, uint32_t tensor_index, uint64_t offset,
+                                 const void* data, size_t n, SendBufferPool& pool) {
+  uint64_t chunk = 1 + VarintSize(request_id) + FieldSize(n) + 1 + VarintSize(offset);
+  if (tensor_index != 0) chunk += 1 + VarintSize(tensor_index);
+  const uint64_t size = FieldSize(chunk);
+  grpc::Slice buffer = pool.Acquire(size);
+  uint8_t* const begin = const_cast<uint8_t*>(buffer.begin());  // Ours until sent.
+  Writer out(begin);
+  out.Header(field::kRequestChunk, chunk);
+  out.Tag(field::kChunkRequestId, kVarint);  // Written even when 0: the key says "a chunk".
+  out.Varint(request_id);
+  if (tensor_index != 0) {
+    out.Tag(field::kChunkTensorIndex, kVarint);
+    out.Varint(tensor_index);
+  }
+  out.Header(field::kChunkData, n);
+  out.Raw(data, n);  // The one copy of this piece of the tensor.
+  out.Tag(field::kChunkOffset, kVarint);
+  out.Varint(offset);
   assert(static_cast<uint64_t>(out.position() - begin) == size);
   return grpc::ByteBuffer(&buffer, 1);
 }

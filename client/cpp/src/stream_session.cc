@@ -1,15 +1,26 @@
 // StreamSession and CallStreamSession: pipelined ScaleShift calls on one ScaleShiftStream
 // RPC and pipelined generic Calls on one CallStream RPC (see myops/client/client.h and
 // stream_session_impl.h).
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "call_codec.h"
 #include "codec.h"
 #include "stream_session_impl.h"
 
 namespace myops::client {
+namespace {
+
+// The most tensor data in one chunk message: one that any server with the usual limits
+// (gRPC's default receive limit is 4 MiB) takes, large enough that the per-message cost
+// is small against copying the data.
+constexpr int64_t kChunkDataBytes = (int64_t{4} << 20) - 1024;
+
+}  // namespace
 
 StreamSession::Impl::Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options)
     : StreamCall(std::move(core), options, [this](grpc::ClientContext* context) {
@@ -62,27 +73,58 @@ CallStreamSession::~CallStreamSession() = default;
 
 absl::StatusOr<uint64_t> CallStreamSession::Send(absl::string_view op, absl::Span<const Value> args,
                                                  absl::Span<const NamedArg> kwargs) {
+  const int max_message_bytes = impl_->core()->options.max_message_bytes;
   // The id is not known before the lock: its largest encoding stands in for it.
   internal::CallFields call{op, args, kwargs, impl_->device(),
                             std::numeric_limits<uint64_t>::max()};
-  if (absl::Status status = internal::ValidateCall(call, impl_->core()->options.max_message_bytes);
+  call.max_response_message_bytes = static_cast<uint64_t>(std::min<int64_t>(
+      int64_t{max_message_bytes} + kResponseOverheadBytes, std::numeric_limits<int>::max()));
+  if (absl::Status status = internal::ValidateCall(call, max_message_bytes, /*chunkable=*/true);
       !status.ok()) {
     return status;
   }
-  return impl_->Send([&](uint64_t id, grpc::ByteBuffer* request) {
-    call.request_id = id;
-    *request = internal::EncodeCallRequest(call, *impl_->core()->send_buffers);
+  internal::SendBufferPool& pool = *impl_->core()->send_buffers;
+  if (internal::EncodedCallSize(call) <= static_cast<uint64_t>(max_message_bytes)) {
+    return impl_->Send([&](uint64_t id, grpc::ByteBuffer* request) {
+      call.request_id = id;
+      *request = internal::EncodeCallRequest(call, pool);
+    });
+  }
+  // Too large for one message: the header, then each tensor's data in chunks.
+  call.chunked = true;
+  const std::vector<TensorView> tensors = internal::ChunkedTensors(call);
+  const size_t piece = static_cast<size_t>(
+      std::max<int64_t>(1, std::min<int64_t>(kChunkDataBytes, int64_t{max_message_bytes} - 64)));
+  size_t tensor = 0, offset = 0;
+  bool header = true;
+  return impl_->SendPieces([&](uint64_t id, grpc::ByteBuffer* request) {
+    if (header) {
+      call.request_id = id;
+      *request = internal::EncodeCallRequest(call, pool);
+      header = false;
+      return true;
+    }
+    if (tensor == tensors.size()) return false;
+    const TensorView& t = tensors[tensor];
+    const size_t n = std::min(piece, t.size_bytes - offset);
+    *request = internal::EncodeCallChunk(id, static_cast<uint32_t>(tensor), offset,
+                                         static_cast<const uint8_t*>(t.data) + offset, n, pool);
+    offset += n;
+    if (offset == t.size_bytes) {
+      ++tensor;
+      offset = 0;
+    }
+    return true;
   });
 }
 
 absl::Status CallStreamSession::CloseSend() { return impl_->CloseSend(); }
 
 absl::StatusOr<CallStreamResult> CallStreamSession::Receive() {
-  return impl_->Receive([](grpc::ByteBuffer* response) {
-    CallStreamResult result = internal::DecodeCallStreamResponse(*response);
-    response->Clear();  // Releases the received slices now rather than at the next Read.
-    return result;
-  });
+  return impl_->ReceivePieces(
+      [](grpc::ByteBuffer* response, const std::function<bool()>& read_next) {
+        return internal::ReceiveCallStreamResponse(response, read_next);
+      });
 }
 
 absl::Status CallStreamSession::Close() { return impl_->Close(); }

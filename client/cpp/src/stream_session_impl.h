@@ -76,6 +76,19 @@ class StreamCall {
   // writes it; returns the id. The caller has validated what it encodes.
   template <typename Encode>
   absl::StatusOr<uint64_t> Send(Encode&& encode) ABSL_LOCKS_EXCLUDED(write_mu_) {
+    bool sent = false;
+    return SendPieces([&](uint64_t id, Request* request) {
+      if (sent) return false;
+      encode(id, request);
+      sent = true;
+      return true;
+    });
+  }
+
+  // As Send, for a request of several messages written back to back: `encode(id,
+  // &request)` fills the next one and returns true, or returns false when all are sent.
+  template <typename Encode>
+  absl::StatusOr<uint64_t> SendPieces(Encode&& encode) ABSL_LOCKS_EXCLUDED(write_mu_) {
     std::lock_guard<std::mutex> lock(write_mu_);
     if (writes_done_) {
       return absl::FailedPreconditionError(
@@ -86,15 +99,16 @@ class StreamCall {
           "stream has ended; Receive() or Close() gives its final status");
     }
     const uint64_t id = next_request_id_++;
-    encode(id, &request_);
-    const bool written = stream_->Write(request_);
-    TrimAfterWrite(&request_);
-    if (!written) {
-      write_failed_ = true;
-      if (Clock::now() >= deadline_) return BlockedUntilDeadline(id);
-      return absl::FailedPreconditionError(
-          absl::StrCat("stream ended before request ", id,
-                       " was sent; Receive() or Close() gives its final status"));
+    while (encode(id, &request_)) {
+      const bool written = stream_->Write(request_);
+      TrimAfterWrite(&request_);
+      if (!written) {
+        write_failed_ = true;
+        if (Clock::now() >= deadline_) return BlockedUntilDeadline(id);
+        return absl::FailedPreconditionError(
+            absl::StrCat("stream ended before request ", id,
+                         " was sent; Receive() or Close() gives its final status"));
+      }
     }
     return id;
   }
@@ -117,6 +131,23 @@ class StreamCall {
     std::lock_guard<std::mutex> lock(read_mu_);
     if (!ReadOne()) return EndedStatus();
     return take(&response_);
+  }
+
+  // As Receive, for a response of several messages: `take(&response, read_next)`, where
+  // read_next() reads the next message into the same response (false once the stream
+  // has ended).
+  template <typename Take>
+  absl::StatusOr<std::invoke_result_t<Take&, Response*, const std::function<bool()>&>>
+  ReceivePieces(Take&& take) ABSL_LOCKS_EXCLUDED(read_mu_, write_mu_) {
+    std::lock_guard<std::mutex> lock(read_mu_);
+    if (!ReadOne()) return EndedStatus();
+    // Runs only inside take, under read_mu_ (which the analysis cannot see through it).
+    const std::function<bool()> read_next = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      if (!ReadOne()) return false;
+      received_.fetch_sub(1);  // A piece of the response counted once.
+      return true;
+    };
+    return take(&response_, read_next);
   }
 
   // CloseSend, then discards responses not yet received, waits for the server to end the

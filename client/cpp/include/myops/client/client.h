@@ -125,7 +125,8 @@ class Client {
   // the call. Before sending, InvalidArgumentError names the argument (by name, or by
   // position counted from 1) when a tensor is not self-consistent (ValidateTensorView), a
   // dtype is unknown, a keyword is empty or given twice, `op` is empty, or the request
-  // exceeds ClientOptions::max_message_bytes; the server reports the rest (unknown op,
+  // exceeds ClientOptions::max_message_bytes (a CallStreamSession sends larger requests,
+  // in chunks); the server reports the rest (unknown op,
   // wrong arity or kind, ...: INVALID_ARGUMENT naming the argument). Retried as
   // ScaleShift is. InternalError when the server's response is malformed.
   absl::StatusOr<CallResult> Call(absl::string_view op, absl::Span<const Value> args,
@@ -229,6 +230,15 @@ class StreamSession {
 // One CallStream RPC: pipelined Calls of any served operators, with StreamSession's
 // semantics: the same thread-safety, ownership, flow control and deadline rules (see
 // there), and responses matched to requests by the id Send returns.
+//
+// Tensors of any size (beyond gRPC's 2 GiB message limit too) go both ways: a request
+// larger than ClientOptions::max_message_bytes is sent chunked (its header, then every
+// tensor's data in chunks of up to 4 MiB, or max_message_bytes when that is smaller;
+// the server must accept messages that large, as its default limits do), and results
+// too large for one message (the server's or this client's max_message_bytes) come
+// chunked and are reassembled, one copy of each byte each way. The server bounds them by
+// its memory budget and max elements (RESOURCE_EXHAUSTED / INVALID_ARGUMENT for that
+// request; the stream goes on). The protocol: proto/myops/v1/myops.proto, CallStream.
 class CallStreamSession {
  public:
   class Impl;
@@ -237,13 +247,16 @@ class CallStreamSession {
   CallStreamSession& operator=(const CallStreamSession&) = delete;
   ~CallStreamSession();
 
-  // Validates the arguments as Client::Call does (InvalidArgumentError; the stream goes
-  // on), copies them into a request and writes it; returns the request's id (1, 2, 3, ...
-  // in send order). Otherwise as StreamSession::Send.
+  // Validates the arguments as Client::Call does, except that tensors may exceed
+  // max_message_bytes (InvalidArgumentError; the stream goes on), copies them into a
+  // request and writes it, in chunks when it does not fit one message (Send returns once
+  // the last one is written; the arguments are not used after); returns the request's id
+  // (1, 2, 3, ... in send order). Otherwise as StreamSession::Send.
   absl::StatusOr<uint64_t> Send(absl::string_view op, absl::Span<const Value> args,
                                 absl::Span<const NamedArg> kwargs = {});
 
-  // As StreamSession's.
+  // As StreamSession's. Receive reassembles a chunked result before it returns it (an
+  // UnavailableError for that request when the stream ends first).
   absl::Status CloseSend();
   absl::StatusOr<CallStreamResult> Receive();
   absl::Status Close();
