@@ -11,40 +11,20 @@
 
 #include "call_chunks.h"
 #include "call_codec.h"
+#include "chunk_messages.h"
 
 namespace myops::server {
 namespace {
 
 using myops::v1::CallRequest;
+using testing::Chunk;
+using testing::ChunkedHeader;
 using Added = ChunkAssembly::Added;
 
 grpc::ByteBuffer Bytes(const CallRequest& message) {
   const std::string s = message.SerializeAsString();
   grpc::Slice slice(s);
   return grpc::ByteBuffer(&slice, 1);
-}
-
-CallRequest Chunk(uint64_t id, uint32_t index, uint64_t offset, const std::string& data) {
-  CallRequest r;
-  r.mutable_chunk()->set_request_id(id);
-  r.mutable_chunk()->set_tensor_index(index);
-  r.mutable_chunk()->set_offset(offset);
-  r.mutable_chunk()->set_data(data);
-  return r;
-}
-
-// A scale_shift header whose float32 input of `n` elements is chunked.
-CallRequest Header(uint64_t id, int64_t n) {
-  CallRequest r;
-  r.set_op("myops::scale_shift");
-  r.set_request_id(id);
-  auto* t = r.add_arguments()->mutable_value()->mutable_tensor();
-  t->set_dtype(myops::v1::DTYPE_FLOAT32);
-  t->add_shape(n);
-  t->set_chunked_byte_size(static_cast<uint64_t>(n) * 4);
-  r.add_arguments()->mutable_value()->set_float_value(2.0);
-  r.add_arguments()->mutable_value()->set_float_value(1.0);
-  return r;
 }
 
 class ChunkAssemblyTest : public ::testing::Test {
@@ -56,7 +36,7 @@ class ChunkAssemblyTest : public ::testing::Test {
         }) {}
 
   absl::Status Start(uint64_t id, int64_t n) {
-    CallRequest header = Header(id, n);
+    CallRequest header = ChunkedHeader(id, n);
     auto sizes = FindChunkedTensors(header, TensorLimits{});
     EXPECT_TRUE(sizes.ok()) << sizes.status();
     ChunkAssembly::Request r;
@@ -146,10 +126,10 @@ TEST_F(ChunkAssemblyTest, RefusedHeadersChunksAreDropped) {
   EXPECT_EQ(Add(Chunk(8, 0, 0, "abc")), Added::kConsumed);
   EXPECT_EQ(Add(Chunk(8, 0, 3, "de")), Added::kConsumed);
   EXPECT_EQ(Add(Chunk(8, 0, 5, "f")), Added::kFailed);  // Beyond what it announced.
-  CallRequest bad = Header(9, 4);
+  CallRequest bad = ChunkedHeader(9, 4);
   bad.mutable_arguments(0)->mutable_value()->mutable_tensor()->set_chunked_byte_size(~0ull);
   EXPECT_EQ(AnnouncedChunkedBytes(bad), ~0ull);
-  EXPECT_EQ(AnnouncedChunkedBytes(Header(9, 4)), 16u);
+  EXPECT_EQ(AnnouncedChunkedBytes(ChunkedHeader(9, 4)), 16u);
 }
 
 TEST_F(ChunkAssemblyTest, UnfinishedRequestsAreAnsweredAndReleased) {
@@ -182,24 +162,24 @@ TEST(ChunkedSizesTest, MalformedHeadersAreRefused) {
     t->set_chunked_byte_size(uint64_t{1} << 62);
   }
   refused(sum, "more bytes than fit in int64");
-  CallRequest wrong = Header(1, 4);
+  CallRequest wrong = ChunkedHeader(1, 4);
   wrong.mutable_arguments(0)->mutable_value()->mutable_tensor()->set_chunked_byte_size(15);
   refused(wrong, "needs exactly 16");
-  CallRequest both = Header(1, 4);
+  CallRequest both = ChunkedHeader(1, 4);
   both.mutable_arguments(0)->mutable_value()->mutable_tensor()->set_data("abcd");
   refused(both, "both data and chunked_byte_size");
   limits.max_elements = 3;
-  refused(Header(1, 4), "this server's limit is 3");
+  refused(ChunkedHeader(1, 4), "this server's limit is 3");
   // Beyond max_message_bytes (the tensor limit's max_bytes) is fine: the budget decides.
   limits = TensorLimits{};
   limits.max_bytes = 8;
-  auto sizes = FindChunkedTensors(Header(1, 4), limits);
+  auto sizes = FindChunkedTensors(ChunkedHeader(1, 4), limits);
   ASSERT_TRUE(sizes.ok()) << sizes.status();
   EXPECT_EQ(sizes->total, 16);
 }
 
 TEST(ChunkedSizesTest, ChunkedTensorOutsideAStreamIsRefused) {
-  auto args = DecodeArguments(Header(1, 4), TensorLimits{});
+  auto args = DecodeArguments(ChunkedHeader(1, 4), TensorLimits{});
   ASSERT_FALSE(args.ok());
   EXPECT_EQ(args.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(args.status().message().find("CallStream only"), std::string::npos) << args.status();
@@ -207,7 +187,7 @@ TEST(ChunkedSizesTest, ChunkedTensorOutsideAStreamIsRefused) {
 
 TEST(ChunkMessageTest, RecognizedByItsFirstField) {
   EXPECT_TRUE(IsChunkMessage(Bytes(Chunk(1, 0, 0, "x"))));
-  EXPECT_FALSE(IsChunkMessage(Bytes(Header(1, 4))));
+  EXPECT_FALSE(IsChunkMessage(Bytes(ChunkedHeader(1, 4))));
   EXPECT_FALSE(IsChunkMessage(grpc::ByteBuffer()));
 }
 

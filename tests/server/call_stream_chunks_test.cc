@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "chunk_messages.h"
 #include "myops/client/client.h"
 #include "test_server.h"
 
@@ -20,28 +21,8 @@ namespace {
 
 using myops::v1::CallRequest;
 using myops::v1::CallStreamResponse;
-
-CallRequest Header(uint64_t id, int64_t n) {
-  CallRequest r;
-  r.set_op("myops::scale_shift");
-  r.set_request_id(id);
-  auto* t = r.add_arguments()->mutable_value()->mutable_tensor();
-  t->set_dtype(myops::v1::DTYPE_FLOAT32);
-  t->add_shape(n);
-  t->set_chunked_byte_size(static_cast<uint64_t>(n) * 4);
-  r.add_arguments()->mutable_value()->set_float_value(2.0);
-  r.add_arguments()->mutable_value()->set_float_value(1.0);
-  return r;
-}
-
-CallRequest Chunk(uint64_t id, uint32_t index, uint64_t offset, std::string data) {
-  CallRequest r;
-  r.mutable_chunk()->set_request_id(id);
-  r.mutable_chunk()->set_tensor_index(index);
-  r.mutable_chunk()->set_offset(offset);
-  r.mutable_chunk()->set_data(std::move(data));
-  return r;
-}
+using testing::Chunk;
+using testing::ChunkedHeader;
 
 std::string Floats(int64_t n, float first) {
   std::string s(static_cast<size_t>(n) * 4, '\0');
@@ -78,13 +59,13 @@ TEST_F(CallStreamChunksTest, BudgetIsHeldFromTheHeaderAndRefusedBeyondIt) {
   grpc::ClientContext ctx;
   auto stream = t_.stub->CallStream(&ctx);
   // 4 MiB announced: held at once, before any chunk.
-  ASSERT_TRUE(stream->Write(Header(1, int64_t{1} << 20)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(1, int64_t{1} << 20)));
   for (int i = 0; i < 200 && Held() < (int64_t{4} << 20); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_GE(Held(), int64_t{4} << 20);
   // 16 MiB announced: over the whole budget, refused with its name; its chunks dropped.
-  ASSERT_TRUE(stream->Write(Header(2, int64_t{4} << 20)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(2, int64_t{4} << 20)));
   CallStreamResponse response;
   ASSERT_TRUE(stream->Read(&response));
   EXPECT_EQ(response.request_id(), 2u);
@@ -93,7 +74,7 @@ TEST_F(CallStreamChunksTest, BudgetIsHeldFromTheHeaderAndRefusedBeyondIt) {
       << response.error().message();
   ASSERT_TRUE(stream->Write(Chunk(2, 0, 0, std::string(1 << 20, 'x'))));
   // Too many elements: INVALID_ARGUMENT, as for any tensor; its chunks are dropped too.
-  ASSERT_TRUE(stream->Write(Header(3, (int64_t{1} << 22) + 1)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(3, (int64_t{1} << 22) + 1)));
   ASSERT_TRUE(stream->Read(&response));
   EXPECT_EQ(response.request_id(), 3u);
   EXPECT_EQ(response.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -118,12 +99,12 @@ TEST_F(CallStreamChunksTest, HeaderTheBudgetRefusesBeforeParsingDropsItsChunks) 
   constexpr int64_t kBudget = int64_t{8} << 20;
   Start(kBudget);
   // Request 1 takes all of the budget but less than another header needs.
-  const int64_t head = static_cast<int64_t>(Header(1, kBudget / 4).ByteSizeLong());
+  const int64_t head = static_cast<int64_t>(ChunkedHeader(1, kBudget / 4).ByteSizeLong());
   const int64_t n = (kBudget - 2 * head - 40) / 4;
   grpc::ClientContext ctx;
   auto stream = t_.stub->CallStream(&ctx);
-  ASSERT_TRUE(stream->Write(Header(1, n)));
-  ASSERT_TRUE(stream->Write(Header(2, 4)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(1, n)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(2, 4)));
   CallStreamResponse response;
   ASSERT_TRUE(stream->Read(&response));
   EXPECT_EQ(response.request_id(), 2u);
@@ -151,17 +132,17 @@ TEST_F(CallStreamChunksTest, HostileChunksGetErrorsAndTheStreamGoesOn) {
   };
   ASSERT_TRUE(stream->Write(Chunk(42, 0, 0, "abcd")));
   expect_error(42, grpc::StatusCode::INVALID_ARGUMENT, "no chunked tensor");
-  ASSERT_TRUE(stream->Write(Header(1, 4)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(1, 4)));
   ASSERT_TRUE(stream->Write(Chunk(1, 0, 8, "abcdefgh")));
   expect_error(1, grpc::StatusCode::INVALID_ARGUMENT, "expected tensor 0 at offset 0");
-  ASSERT_TRUE(stream->Write(Header(2, 4)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(2, 4)));
   ASSERT_TRUE(stream->Write(Chunk(2, 0, 0, std::string(20, 'x'))));
   expect_error(2, grpc::StatusCode::INVALID_ARGUMENT, "past its chunked_byte_size");
-  for (uint64_t id = 10; id < 10 + 4; ++id) ASSERT_TRUE(stream->Write(Header(id, 4)));
-  ASSERT_TRUE(stream->Write(Header(20, 4)));
+  for (uint64_t id = 10; id < 10 + 4; ++id) ASSERT_TRUE(stream->Write(ChunkedHeader(id, 4)));
+  ASSERT_TRUE(stream->Write(ChunkedHeader(20, 4)));
   expect_error(20, grpc::StatusCode::RESOURCE_EXHAUSTED, "chunked requests are still receiving");
   // Still serving: an ordinary request; then closing answers the 4 unfinished ones.
-  CallRequest plain = Header(30, 4);
+  CallRequest plain = ChunkedHeader(30, 4);
   auto* t = plain.mutable_arguments(0)->mutable_value()->mutable_tensor();
   t->set_chunked_byte_size(0);
   t->set_data(Floats(4, 1.0f));
@@ -184,7 +165,7 @@ TEST_F(CallStreamChunksTest, ResultsComeChunkedWhenTheClientTakesThem) {
   Start(int64_t{64} << 20);
   grpc::ClientContext ctx;
   auto stream = t_.stub->CallStream(&ctx);
-  CallRequest request = Header(5, 4096);  // 16 KiB in and out
+  CallRequest request = ChunkedHeader(5, 4096);  // 16 KiB in and out
   auto* t = request.mutable_arguments(0)->mutable_value()->mutable_tensor();
   t->set_chunked_byte_size(0);
   t->set_data(Floats(4096, 0.0f));
@@ -263,7 +244,7 @@ TEST_F(CallStreamChunksTest, CancelledStreamReleasesWhatItHeld) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     auto stream = t_.stub->CallStream(&ctx);
-    ASSERT_TRUE(stream->Write(Header(1, int64_t{1} << 20)));
+    ASSERT_TRUE(stream->Write(ChunkedHeader(1, int64_t{1} << 20)));
     ASSERT_TRUE(stream->Write(Chunk(1, 0, 0, std::string(1000, 'x'))));
     CallStreamResponse response;
     EXPECT_FALSE(stream->Read(&response));  // Its chunks never come: the deadline ends it.
@@ -276,7 +257,7 @@ TEST_F(CallStreamChunksTest, UnaryCallRefusesChunkedTensors) {
   Start(int64_t{64} << 20);
   grpc::ClientContext ctx;
   myops::v1::CallResponse response;
-  grpc::Status status = t_.stub->Call(&ctx, Header(1, 4), &response);
+  grpc::Status status = t_.stub->Call(&ctx, ChunkedHeader(1, 4), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("CallStream only"), std::string::npos)
       << status.error_message();
