@@ -8,15 +8,23 @@ fails."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
 
 import myops_client
 from myops_client import aio
 
 from client_helpers import Server
+
+if os.environ.get("MYOPS_TEST_LAUNCHER"):
+    # scripts/wheel_container_test.sh: the servers run on the host, outside this
+    # container's /dev/shm, so they cannot map the client's regions ("auto" then goes
+    # inline, which the rest of the suite covers).
+    pytest.skip("the servers run outside this container's shared memory",
+                allow_module_level=True)
+grpcclient = pytest.importorskip("tritonclient.grpc")
 
 SMALL = 64 << 10  # the clients' message limit: larger arrays cannot travel inline
 
