@@ -204,7 +204,7 @@ TEST_F(CallCodecTest, PlacedTensorsEncodeAsRegionReferences) {
 TEST_F(CallCodecTest, RegionResultsAreReadFromTheCallsRegion) {
   std::string memory(4096, '\0');
   std::memcpy(&memory[1024], x_.data(), x_.size_bytes());
-  const ResponseRegion region{"r", memory.data(), memory.size(), nullptr};
+  const ResponseRegion region{"r", memory.data(), memory.size(), nullptr, false};
   auto response = [&](const std::string& name, uint64_t offset) {
     v1::CallResponse r;
     v1::Tensor* t = r.add_outputs()->mutable_tensor();

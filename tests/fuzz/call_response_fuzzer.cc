@@ -126,8 +126,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     if (result->request_id != reference.request_id()) myops::fuzz::Fail("request_id differs");
   }
   for (bool in_place : {false, true}) {
-    client::internal::ResponseRegion region{"r", kRegion, sizeof kRegion, nullptr};
-    if (in_place) region.owner = std::make_shared<int>(0);
+    client::internal::ResponseRegion region{"r", kRegion, sizeof kRegion, nullptr, false};
+    region.owner = std::make_shared<int>(0);
+    region.in_place = in_place;
     absl::StatusOr<client::CallResult> with_region =
         client::internal::DecodeCallResponse(input.buffer, &region);
     if (!with_region.ok() && with_region.status().code() != absl::StatusCode::kInternal) {

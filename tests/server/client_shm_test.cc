@@ -149,6 +149,40 @@ TEST_F(ClientShmTest, AsynchronousCalls) {
   ExpectScaled(r->outputs[0].tensor().data, n, 4.0f, 1.0f);
 }
 
+// A CallStream's requests each lease a region until their response (or error) is
+// received; pipelined ones hold one each, later ones reuse them.
+TEST_F(ClientShmTest, CallStreamRequestsUseRegionsUntilAnswered) {
+  Start(true);
+  auto client = NewClient(mc::SharedMemoryMode::kAuto, 1 << 20);
+  const int64_t n = int64_t{1} << 18;
+  const mc::Tensor x = Ramp(n);
+  mc::CallOptions in_place;
+  in_place.results_in_shared_memory = true;
+  auto stream = client->OpenCallStream(in_place);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  for (int batch = 0; batch < 2; ++batch) {
+    for (int k = 1; k <= 3; ++k) {
+      ASSERT_TRUE((*stream)->Send("myops::scale_shift", {x.view(), double(k), 0.0}).ok());
+    }
+    // A request the server refuses: its region is free again once the error is received.
+    ASSERT_TRUE((*stream)->Send("myops::scale_shift", {x.view(), "two", 0.0}).ok());
+    for (int k = 1; k <= 4; ++k) {
+      auto r = (*stream)->Receive();
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (!r->result.ok()) {
+        EXPECT_EQ(r->result.status().code(), absl::StatusCode::kInvalidArgument);
+        continue;
+      }
+      mc::Tensor y = r->result->outputs[0].TakeTensor();
+      EXPECT_TRUE(y.in_shared_memory());
+      const float alpha = static_cast<float>((r->request_id - 1) % 4 + 1);
+      ExpectScaled(y.data(), n, alpha, 0.0f);
+    }
+    EXPECT_EQ(Regions().size(), 4u) << "batch " << batch;  // four in flight at most
+  }
+  EXPECT_TRUE((*stream)->Close().ok());
+}
+
 // Results that are no tensor, or larger than the room left for them, come back inline.
 TEST_F(ClientShmTest, ResultsThatDoNotFitComeInline) {
   Start(true);

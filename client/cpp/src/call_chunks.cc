@@ -60,12 +60,13 @@ absl::Status AppendChunk(const grpc::ByteBuffer& bytes, uint64_t id, uint32_t in
 }  // namespace
 
 CallStreamResult ReceiveCallStreamResponse(grpc::ByteBuffer* message,
-                                           const std::function<bool()>& read_next) {
+                                           const std::function<bool()>& read_next,
+                                           const RegionOf& region_of) {
   ParsedStreamResponse parsed = ParseCallStreamResponse(*message);
   const std::vector<v1::Tensor*> chunked =
       parsed.ok ? ChunkedResults(&parsed.response) : std::vector<v1::Tensor*>();
   if (chunked.empty()) {
-    CallStreamResult result = TakeCallStreamResult(*message, parsed);
+    CallStreamResult result = TakeCallStreamResult(*message, parsed, region_of);
     message->Clear();  // Releases the received slices now rather than at the next Read.
     return result;
   }
@@ -110,7 +111,7 @@ CallStreamResult ReceiveCallStreamResponse(grpc::ByteBuffer* message,
     SetTensorData(parsed, chunked[i], std::move(bytes));
   }
   grpc::ByteBuffer none;
-  return TakeCallStreamResult(none, parsed);
+  return TakeCallStreamResult(none, parsed, region_of);
 }
 
 }  // namespace myops::client::internal

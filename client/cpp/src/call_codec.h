@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,10 +74,14 @@ struct ResponseRegion {
   absl::string_view name;
   char* data = nullptr;
   uint64_t size = 0;
-  // Set: result tensors in the region stay there (Tensor::InMemoryOf, kept by it);
-  // null: they are copied out.
+  // Keeps the region mapped while the response is read, and, `in_place`, while the
+  // result tensors left in it (Tensor::InMemoryOf) live; otherwise they are copied out.
   std::shared_ptr<void> owner;
+  bool in_place = false;
 };
+
+// The region of a CallStream response's request (by request id); none: it has none.
+using RegionOf = std::function<std::optional<ResponseRegion>(uint64_t request_id)>;
 
 // The size of the CallRequest for `call` as encoded. Requires tensors whose size_bytes
 // each fit in int64 (ValidateCall checks that first).
@@ -120,7 +125,9 @@ struct ParsedStreamResponse {
 };
 ParsedStreamResponse ParseCallStreamResponse(const grpc::ByteBuffer& bytes);
 // Its result (as DecodeCallStreamResponse's).
-CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStreamResponse& parsed);
+// Result tensors in shared memory are read from the region `region_of` gives.
+CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStreamResponse& parsed,
+                                      const RegionOf& region_of = nullptr);
 // Gives `tensor` (of parsed.response) `bytes` as its data, in place of chunked_byte_size.
 void SetTensorData(ParsedStreamResponse& parsed, myops::v1::Tensor* tensor, std::string bytes);
 
@@ -128,7 +135,8 @@ void SetTensorData(ParsedStreamResponse& parsed, myops::v1::Tensor* tensor, std:
 // reads their chunks with `read_next` (which reads the stream's next message into
 // `*message`; false once the stream has ended) and reassembles them (call_chunks.cc).
 CallStreamResult ReceiveCallStreamResponse(grpc::ByteBuffer* message,
-                                           const std::function<bool()>& read_next);
+                                           const std::function<bool()>& read_next,
+                                           const RegionOf& region_of = nullptr);
 
 std::vector<OperatorDescription> DecodeOperators(const myops::v1::ListOperatorsResponse& response);
 

@@ -114,7 +114,7 @@ absl::StatusOr<Tensor> RegionTensor(const v1::Tensor& tensor, const ResponseRegi
   std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
   char* data = region->data + ref.offset();
   const auto size = static_cast<size_t>(ref.byte_size());
-  Tensor result = region->owner != nullptr
+  Tensor result = region->in_place
                       ? Tensor::InMemoryOf(dtype, std::move(shape), data, size, region->owner)
                       : Tensor(dtype, std::move(shape), std::string(data, size));
   if (absl::Status status = ValidateTensorView(result.view(), what); !status.ok()) {
@@ -244,7 +244,8 @@ void SetTensorData(ParsedStreamResponse& parsed, v1::Tensor* tensor, std::string
   tensor->clear_chunked_byte_size();
 }
 
-CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStreamResponse& parsed) {
+CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStreamResponse& parsed,
+                                      const RegionOf& region_of) {
   const v1::CallStreamResponse& response = parsed.response;
   std::vector<std::string>& data = parsed.data;
   CallStreamResult result;
@@ -253,9 +254,12 @@ CallStreamResult TakeCallStreamResult(const grpc::ByteBuffer& bytes, ParsedStrea
     return result;
   }
   result.request_id = response.request_id();
+  // Taken for an error too: the request's region is free once it is answered.
+  const std::optional<ResponseRegion> region =
+      region_of ? region_of(result.request_id) : std::nullopt;
   switch (response.result_case()) {
     case v1::CallStreamResponse::kResponse:
-      result.result = TakeResult(response.response(), data, nullptr);
+      result.result = TakeResult(response.response(), data, region ? &*region : nullptr);
       if (result.result.ok()) result.result->request_id = result.request_id;
       break;
     case v1::CallStreamResponse::kError: {

@@ -41,13 +41,14 @@ std::vector<TensorView> Placed(const ShmPool& pool, const CallFields& call) {
 }  // namespace
 
 ResponseRegion ShmCall::region() const {
-  return ResponseRegion{lease.name(), lease.data(), lease.size(), nullptr};
+  return ResponseRegion{lease.name(), lease.data(), lease.size(), nullptr, false};
 }
 
 std::optional<ResponseRegion> ResultRegion(const std::shared_ptr<ShmCall>& shm, bool in_place) {
   if (shm == nullptr) return std::nullopt;
   ResponseRegion region = shm->region();
-  if (in_place) region.owner = shm;
+  region.owner = shm;
+  region.in_place = in_place;
   return region;
 }
 

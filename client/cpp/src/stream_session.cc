@@ -10,6 +10,7 @@
 
 #include "call_codec.h"
 #include "codec.h"
+#include "shm_call.h"
 #include "stream_session_impl.h"
 
 namespace myops::client {
@@ -61,11 +62,15 @@ int64_t StreamSession::discarded_responses() const { return impl_->discarded_res
 
 CallStreamSession::Impl::Impl(std::shared_ptr<internal::ClientCore> core,
                               const CallOptions& options)
-    : StreamCall(std::move(core), options, [this](grpc::ClientContext* context) {
-        return std::unique_ptr<Stream>(
-            grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-                this->core()->channel.get(), *this->core()->call_stream, context));
-      }) {}
+    : StreamCall(std::move(core), options,
+                 [this](grpc::ClientContext* context) {
+                   return std::unique_ptr<Stream>(
+                       grpc::internal::ClientReaderWriterFactory<
+                           grpc::ByteBuffer, grpc::ByteBuffer>::Create(this->core()->channel.get(),
+                                                                       *this->core()->call_stream,
+                                                                       context));
+                 }),
+      in_place_(options.results_in_shared_memory) {}
 
 CallStreamSession::CallStreamSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -84,10 +89,21 @@ absl::StatusOr<uint64_t> CallStreamSession::Send(absl::string_view op, absl::Spa
     return status;
   }
   internal::SendBufferPool& pool = *impl_->core()->send_buffers;
+  // Tensors in shared memory (ClientOptions::shared_memory) when they go in one message.
+  absl::StatusOr<std::shared_ptr<internal::ShmCall>> shm =
+      internal::PlaceCall(impl_->core()->shm.get(), call);
+  if (!shm.ok()) return shm.status();
+  call.placement = internal::PlacementOf(*shm);
+  if (*shm != nullptr &&
+      internal::EncodedCallSize(call) > static_cast<uint64_t>(max_message_bytes)) {
+    call.placement = nullptr;
+    shm->reset();
+  }
   if (internal::EncodedCallSize(call) <= static_cast<uint64_t>(max_message_bytes)) {
     return impl_->Send([&](uint64_t id, grpc::ByteBuffer* request) {
       call.request_id = id;
       *request = internal::EncodeCallRequest(call, pool);
+      if (*shm != nullptr) impl_->KeepRegion(id, *shm);
     });
   }
   // Too large for one message: the header, then each tensor's data in chunks.
@@ -122,8 +138,9 @@ absl::Status CallStreamSession::CloseSend() { return impl_->CloseSend(); }
 
 absl::StatusOr<CallStreamResult> CallStreamSession::Receive() {
   return impl_->ReceivePieces(
-      [](grpc::ByteBuffer* response, const std::function<bool()>& read_next) {
-        return internal::ReceiveCallStreamResponse(response, read_next);
+      [this](grpc::ByteBuffer* response, const std::function<bool()>& read_next) {
+        return internal::ReceiveCallStreamResponse(
+            response, read_next, [this](uint64_t id) { return impl_->TakeRegion(id); });
       });
 }
 

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -27,6 +29,7 @@
 #include "grpc_status.h"
 #include "myops/client/client.h"
 #include "retry.h"
+#include "shm_call.h"
 
 namespace myops::client {
 namespace internal {
@@ -248,10 +251,35 @@ class StreamSession::Impl : public internal::StreamCall<myops::v1::ScaleShiftReq
   Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options);
 };
 
-// One CallStream call, in raw bytes (call_codec.h).
+// One CallStream call, in raw bytes (call_codec.h), and the shared memory regions of its
+// requests sent and not yet answered (shm_call.h).
 class CallStreamSession::Impl : public internal::StreamCall<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options);
+
+  // Request `id` went with `shm`'s region; kept until its response is taken.
+  void KeepRegion(uint64_t id, std::shared_ptr<internal::ShmCall> shm)
+      ABSL_LOCKS_EXCLUDED(regions_mu_) {
+    std::lock_guard<std::mutex> lock(regions_mu_);
+    regions_[id] = std::move(shm);
+  }
+  // The region of request `id`'s response, which gives it up; none if it had none.
+  std::optional<internal::ResponseRegion> TakeRegion(uint64_t id) ABSL_LOCKS_EXCLUDED(regions_mu_) {
+    std::shared_ptr<internal::ShmCall> shm;
+    {
+      std::lock_guard<std::mutex> lock(regions_mu_);
+      auto it = regions_.find(id);
+      if (it == regions_.end()) return std::nullopt;
+      shm = std::move(it->second);
+      regions_.erase(it);
+    }
+    return internal::ResultRegion(shm, in_place_);
+  }
+
+ private:
+  const bool in_place_;  // CallOptions::results_in_shared_memory
+  std::mutex regions_mu_;
+  std::map<uint64_t, std::shared_ptr<internal::ShmCall>> regions_ ABSL_GUARDED_BY(regions_mu_);
 };
 
 }  // namespace myops::client

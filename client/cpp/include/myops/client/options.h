@@ -59,9 +59,10 @@ struct TlsOptions {
 // was started with --allow-shared-memory maps POSIX shared memory regions the client
 // registers (the Open Inference Protocol's system shared memory extension): the
 // tensors of a call then cross no socket, only the call's small request and response do.
-// Applies to Call, CallAsync, ScaleShift, ScaleShiftInto and ScaleShiftAsync (streams
-// send their tensors inline). Tensors are copied once into a region of a pool that the
-// client reuses across calls, and results once out of it.
+// Applies to Call, CallAsync, ScaleShift, ScaleShiftInto, ScaleShiftAsync and
+// CallStreamSession::Send (each request's region is its own until its response is
+// received); ScaleShiftStream sends its tensors inline. Tensors are copied once into a region of a
+// pool that the client reuses across calls, and results once out of it.
 enum class SharedMemoryMode {
   // Tensors of shared_memory_min_bytes or more, when the target is this host (a unix
   // socket, localhost or a loopback address) and the server accepts the client's
