@@ -45,15 +45,27 @@ absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& 
       }));
 }
 
-// scale_shift as a Call with x in shared memory (ClientOptions::shared_memory), `read`
-// taking the response: absl::Status(const grpc::ByteBuffer&, const
-// std::shared_ptr<ShmCall>&, std::string replica). False when x does not go to shared memory: the
-// raw ScaleShift RPC then.
+// Whether x may go to shared memory (ClientOptions::shared_memory): then only x itself is
+// validated first, the message limit not applying to it; otherwise the whole request is.
+bool MayShare(const internal::ClientCore& core, const TensorView& x) {
+  return core.shm != nullptr && x.size_bytes != 0 && core.shm->Wants(x.size_bytes);
+}
+
+absl::Status ValidateInput(const internal::ClientCore& core, const TensorView& x, double alpha,
+                           double beta, const CallOptions& options, bool shared) {
+  if (shared) return ValidateTensorView(x, "input");
+  return internal::ValidateRequest(x, alpha, beta, options.device, 0,
+                                   core.options.max_message_bytes);
+}
+
+// scale_shift as a Call with x (MayShare, validated) in shared memory
+// (ClientOptions::shared_memory), `read` taking the response: absl::Status(const grpc::ByteBuffer&,
+// const std::shared_ptr<ShmCall>&, std::string replica). False when x does not go to shared memory:
+// the raw ScaleShift RPC then.
 template <typename Read>
 absl::StatusOr<bool> ViaSharedMemory(const internal::ClientCore& core, const TensorView& x,
                                      double alpha, double beta, const CallOptions& options,
                                      Read read) {
-  if (core.shm == nullptr || x.size_bytes == 0 || !core.shm->Wants(x.size_bytes)) return false;
   const Value args[] = {x, alpha, beta};
   internal::CallFields call{"myops::scale_shift", args, {}, options.device, 0};
   for (int placements = 1;; ++placements) {
@@ -116,25 +128,30 @@ const ClientOptions& Client::options() const { return core_->options; }
 
 absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double alpha, double beta,
                                                     const CallOptions& options) {
-  if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) return status;
+  const bool shared = MayShare(*core_, x);
+  if (absl::Status status = ValidateInput(*core_, x, alpha, beta, options, shared); !status.ok()) {
+    return status;
+  }
   ScaleShiftResult shm_result;
   absl::StatusOr<bool> shm =
-      ViaSharedMemory(*core_, x, alpha, beta, options,
-                      [&](const grpc::ByteBuffer& response,
-                          const std::shared_ptr<internal::ShmCall>& call, std::string replica) {
-                        absl::StatusOr<ScaleShiftResult> y = internal::DecodeScaleShift(
-                            response, call, x, options.results_in_shared_memory);
-                        if (!y.ok()) return y.status();
-                        shm_result = *std::move(y);
-                        shm_result.timing.replica = std::move(replica);
-                        return absl::OkStatus();
-                      });
+      !shared ? false
+              : ViaSharedMemory(
+                    *core_, x, alpha, beta, options,
+                    [&](const grpc::ByteBuffer& response,
+                        const std::shared_ptr<internal::ShmCall>& call, std::string replica) {
+                      absl::StatusOr<ScaleShiftResult> y = internal::DecodeScaleShift(
+                          response, call, x, options.results_in_shared_memory);
+                      if (!y.ok()) return y.status();
+                      shm_result = *std::move(y);
+                      shm_result.timing.replica = std::move(replica);
+                      return absl::OkStatus();
+                    });
   if (!shm.ok()) return shm.status();
   if (*shm) return shm_result;
-  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
-                                                      core_->options.max_message_bytes);
-      !status.ok()) {
-    return status;
+  if (shared) {  // the pool had no room: inline after all, within the message limit
+    if (absl::Status status = ValidateInput(*core_, x, alpha, beta, options, false); !status.ok()) {
+      return status;
+    }
   }
   grpc::ByteBuffer response;
   std::string replica;
@@ -150,25 +167,31 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
 absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
                                               const MutableTensorView& out,
                                               const CallOptions& options) {
-  if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) return status;
+  const bool shared = MayShare(*core_, x);
+  if (absl::Status status = ValidateInput(*core_, x, alpha, beta, options, shared); !status.ok()) {
+    return status;
+  }
   if (absl::Status status = CheckOutputBuffer(x, out); !status.ok()) return status;
   Timing shm_timing;
-  absl::StatusOr<bool> shm = ViaSharedMemory(
-      *core_, x, alpha, beta, options,
-      [&](const grpc::ByteBuffer& response, const std::shared_ptr<internal::ShmCall>& call,
-          std::string replica) {
-        absl::StatusOr<Timing> timing = internal::DecodeScaleShiftInto(response, *call, x, out);
-        if (!timing.ok()) return timing.status();
-        shm_timing = *std::move(timing);
-        shm_timing.replica = std::move(replica);
-        return absl::OkStatus();
-      });
+  absl::StatusOr<bool> shm =
+      !shared ? false
+              : ViaSharedMemory(
+                    *core_, x, alpha, beta, options,
+                    [&](const grpc::ByteBuffer& response,
+                        const std::shared_ptr<internal::ShmCall>& call, std::string replica) {
+                      absl::StatusOr<Timing> timing =
+                          internal::DecodeScaleShiftInto(response, *call, x, out);
+                      if (!timing.ok()) return timing.status();
+                      shm_timing = *std::move(timing);
+                      shm_timing.replica = std::move(replica);
+                      return absl::OkStatus();
+                    });
   if (!shm.ok()) return shm.status();
   if (*shm) return shm_timing;
-  if (absl::Status status = internal::ValidateRequest(x, alpha, beta, options.device, 0,
-                                                      core_->options.max_message_bytes);
-      !status.ok()) {
-    return status;
+  if (shared) {  // the pool had no room: inline after all, within the message limit
+    if (absl::Status status = ValidateInput(*core_, x, alpha, beta, options, false); !status.ok()) {
+      return status;
+    }
   }
   grpc::ByteBuffer response;
   std::string replica;

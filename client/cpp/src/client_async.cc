@@ -89,12 +89,13 @@ void AsyncCall::Cancel() const {
 
 AsyncCall Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
                                   ScaleShiftCallback done, const CallOptions& options) {
-  if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) {
-    done(std::move(status));
-    return AsyncCall();
-  }
   if (core_->shm != nullptr && x.size_bytes != 0 && core_->shm->Wants(x.size_bytes)) {
-    // scale_shift as a Call with x in shared memory (ClientOptions::shared_memory).
+    // scale_shift as a Call with x in shared memory (ClientOptions::shared_memory): x
+    // alone is validated, the message limit not applying to it.
+    if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) {
+      done(std::move(status));
+      return AsyncCall();
+    }
     const Value args[] = {x, alpha, beta};
     internal::CallFields call{"myops::scale_shift", args, {}, options.device, 0};
     absl::StatusOr<std::shared_ptr<internal::ShmCall>> placed =

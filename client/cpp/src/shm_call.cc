@@ -21,7 +21,8 @@ uint64_t Aligned(uint64_t n) { return (n + kAlignment - 1) / kAlignment * kAlign
 std::vector<TensorView> Placed(const ShmPool& pool, const CallFields& call) {
   std::vector<TensorView> placed;
   auto consider = [&](const TensorView& t) {
-    if (t.size_bytes == 0 || !ValidateTensorView(t).ok() || !pool.Wants(t.size_bytes)) return;
+    // Cheapest test first: most small tensors stop at Wants, before any validation.
+    if (t.size_bytes == 0 || !pool.Wants(t.size_bytes) || !ValidateTensorView(t).ok()) return;
     for (const TensorView& p : placed) {
       if (p.data == t.data && p.size_bytes == t.size_bytes) return;
     }
