@@ -29,12 +29,20 @@ absl::StatusOr<TensorView> AnyTensor(const myops::v1::Tensor& t, const std::stri
   return DecodeTensor(t, field, limits);
 }
 
-absl::Status Decode(const Value& in, const std::string& field, const TensorLimits& limits,
+// Argument `index` (from 0) as errors name it.
+std::string FieldName(const myops::v1::Argument& arg, int index) {
+  return arg.name().empty() ? absl::StrCat("argument ", index + 1)
+                            : absl::StrCat("argument '", arg.name(), "'");
+}
+
+// Decodes argument `index`; its field name is made only where a check may name it.
+absl::Status Decode(const myops::v1::Argument& arg, int index, const TensorLimits& limits,
                     const Sources& from, server::Value* out) {
   using K = server::Value::Kind;
+  const Value& in = arg.value();
   switch (in.kind_case()) {
     case Value::kTensor: {
-      auto view = AnyTensor(in.tensor(), field, limits, from);
+      auto view = AnyTensor(in.tensor(), FieldName(arg, index), limits, from);
       if (!view.ok()) return view.status();
       out->kind = K::kTensor;
       out->tensor = std::move(*view);
@@ -67,6 +75,7 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
     case Value::kTensorList: {
       out->kind = K::kTensorList;
       const auto& tensors = in.tensor_list().tensors();
+      const std::string field = FieldName(arg, index);
       for (int i = 0; i < tensors.size(); ++i) {
         auto view = AnyTensor(tensors[i], absl::StrCat(field, "[", i, "]"), limits, from);
         if (!view.ok()) return view.status();
@@ -77,7 +86,7 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
     case Value::kScalarType: {
       const std::optional<DType> dtype = DTypeFromWire(in.scalar_type());
       if (!dtype) {
-        return absl::InvalidArgumentError(absl::StrCat(field, ": unknown scalar_type ",
+        return absl::InvalidArgumentError(absl::StrCat(FieldName(arg, index), ": unknown scalar_type ",
                                                        in.scalar_type(), "; expected one of ",
                                                        DTypeNameList(/*wire_names=*/true)));
       }
@@ -92,7 +101,7 @@ absl::Status Decode(const Value& in, const std::string& field, const TensorLimit
       break;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(field, " has no value (set one of Value's fields)"));
+      absl::StrCat(FieldName(arg, index), " has no value (set one of Value's fields)"));
 }
 
 myops::v1::Tensor Head(const TensorView& view) {
@@ -224,9 +233,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallReq
   for (int i = 0; i < request.arguments_size(); ++i) {
     const myops::v1::Argument& arg = request.arguments(i);
     out[i].name = arg.name();
-    const std::string field = arg.name().empty() ? absl::StrCat("argument ", i + 1)
-                                                 : absl::StrCat("argument '", arg.name(), "'");
-    if (absl::Status s = Decode(arg.value(), field, limits, from, &out[i].value); !s.ok()) {
+    if (absl::Status s = Decode(arg, i, limits, from, &out[i].value); !s.ok()) {
       return s;
     }
   }

@@ -197,26 +197,28 @@ absl::StatusOr<int> ResolveFor(const OpInfo& op, const DeviceSet& devices,
   auto has_kernel = [&op](const Device& d) {
     return d.kind == DeviceKind::kCpu ? op.cpu : op.cuda;
   };
-  std::vector<std::string> working;
-  for (const Device& d : devices.devices()) {
-    if (has_kernel(d)) working.push_back(d.Name());
-  }
-  const std::string alternatives =
-      working.empty() ? "none of this server's devices (" + devices.Names() + ") has one"
-                      : "it runs on " + absl::StrJoin(working, ", ");
+  // Only a refusal needs the names of the devices that would work.
+  auto alternatives = [&] {
+    std::vector<std::string> working;
+    for (const Device& d : devices.devices()) {
+      if (has_kernel(d)) working.push_back(d.Name());
+    }
+    return working.empty() ? "none of this server's devices (" + devices.Names() + ") has one"
+                           : "it runs on " + absl::StrJoin(working, ", ");
+  };
   if (wanted.any_kind) {
     for (size_t i = 0; i < devices.devices().size(); ++i) {
       if (has_kernel(devices.devices()[i])) return static_cast<int>(i);
     }
     return absl::FailedPreconditionError(
-        absl::StrCat("operator ", op.QualifiedName(), " has no kernel here: ", alternatives));
+        absl::StrCat("operator ", op.QualifiedName(), " has no kernel here: ", alternatives()));
   }
   auto slot = devices.Resolve(wanted, hint);
   if (!slot.ok()) return slot.status();
   const Device& chosen = devices.devices()[static_cast<size_t>(*slot)];
   if (!has_kernel(chosen)) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "operator ", op.QualifiedName(), " has no kernel for ", chosen.Name(), "; ", alternatives));
+        "operator ", op.QualifiedName(), " has no kernel for ", chosen.Name(), "; ", alternatives()));
   }
   return slot;
 }
@@ -242,9 +244,10 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   }
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
   const int model = *index;
-  Done done = [this, &op, model, start, given_done = std::move(given_done)](
+  const std::string& name = registry.Name(model);
+  Done done = [this, &name, model, start, given_done = std::move(given_done)](
                   absl::Status status, const myops::v1::Timing& timing) {
-    metrics_.RecordOperator(model, op.QualifiedName(), status);
+    metrics_.RecordOperator(model, name, status);
     RecordModel(model, status, start, timing);
     given_done(std::move(status), timing);
   };

@@ -79,16 +79,24 @@ bool OpPatterns::Matches(absl::string_view ns_name, absl::string_view overload) 
   return false;
 }
 
-absl::StatusOr<int> OpRegistry::Find(absl::string_view qualified_name) const {
-  // Default overload first: "ns::op" names it; "ns::op.overload" names an overload.
+OpRegistry::OpRegistry(std::vector<OpInfo> ops) : ops_(std::move(ops)) {
+  names_.reserve(ops_.size());
   for (size_t i = 0; i < ops_.size(); ++i) {
-    const OpInfo& op = ops_[i];
-    if (op.QualifiedName() != qualified_name) continue;
+    names_.push_back(ops_[i].QualifiedName());
+    index_.emplace(names_.back(), static_cast<int>(i));
+  }
+}
+
+absl::StatusOr<int> OpRegistry::Find(absl::string_view qualified_name) const {
+  // "ns::op" names the default overload; "ns::op.overload" another one.
+  if (auto found = index_.find(qualified_name); found != index_.end()) {
+    const OpInfo& op = ops_[static_cast<size_t>(found->second)];
     if (!op.served) {
       return absl::InvalidArgumentError(
-          absl::StrCat("operator ", op.QualifiedName(), " is not served: ", op.reason));
+          absl::StrCat("operator ", names_[static_cast<size_t>(found->second)],
+                       " is not served: ", op.reason));
     }
-    return static_cast<int>(i);
+    return found->second;
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown operator '", EchoValue(qualified_name),
@@ -164,7 +172,6 @@ int64_t TensorBytes(const Value& v) {
 }  // namespace
 
 absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCall* call) {
-  const std::string op_name = op.QualifiedName();
   const size_t n = op.args.size();
   call->args.assign(n, std::nullopt);
   call->input_bytes = 0;
@@ -176,13 +183,13 @@ absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCa
     if (v.name.empty()) {
       if (named_seen) {
         return absl::InvalidArgumentError(
-            absl::StrCat(op_name, "(): a positional argument follows a named one"));
+            absl::StrCat(op.QualifiedName(), "(): a positional argument follows a named one"));
       }
       if (index = positional++; index >= n || op.args[index].kwarg_only) {
         size_t max_positional = 0;
         while (max_positional < n && !op.args[max_positional].kwarg_only) ++max_positional;
         return absl::InvalidArgumentError(
-            absl::StrCat(op_name, "() takes ", max_positional, " positional argument",
+            absl::StrCat(op.QualifiedName(), "() takes ", max_positional, " positional argument",
                          max_positional == 1 ? "" : "s", " but ", given_positional,
                          " were given (schema: ", op.schema, ")"));
       }
@@ -193,18 +200,18 @@ absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCa
       }
       if (index == n) {
         return absl::InvalidArgumentError(
-            absl::StrCat(op_name, "() got an unexpected keyword argument '", EchoValue(v.name),
+            absl::StrCat(op.QualifiedName(), "() got an unexpected keyword argument '", EchoValue(v.name),
                          "' (schema: ", op.schema, ")"));
       }
       if (call->args[index].has_value()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(op_name, "() got multiple values for argument '", v.name, "'"));
+            absl::StrCat(op.QualifiedName(), "() got multiple values for argument '", v.name, "'"));
       }
     }
     const ArgInfo& arg = op.args[index];
     if (!Accepts(arg, v.value.kind)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(op_name, "(): argument '", arg.name, "' (position ", index + 1, ") must be ",
+          absl::StrCat(op.QualifiedName(), "(): argument '", arg.name, "' (position ", index + 1, ") must be ",
                        arg.type, ", not ", ValueKindName(v.value.kind)));
     }
     call->input_bytes += TensorBytes(v.value);
@@ -212,7 +219,7 @@ absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCa
   }
   for (size_t i = 0; i < n; ++i) {
     if (!call->args[i].has_value() && !op.args[i].has_default) {
-      return absl::InvalidArgumentError(absl::StrCat(op_name, "() is missing required argument '",
+      return absl::InvalidArgumentError(absl::StrCat(op.QualifiedName(), "() is missing required argument '",
                                                      op.args[i].name, "' (", op.args[i].type,
                                                      "; schema: ", op.schema, ")"));
     }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -77,7 +78,7 @@ class OpRegistry {
   // registered (a typo, or a library that was not loaded).
   static absl::StatusOr<std::shared_ptr<const OpRegistry>> Build(const OpPatterns& patterns);
   // For tests: a registry of given descriptions (no torch handles; not runnable).
-  explicit OpRegistry(std::vector<OpInfo> ops) : ops_(std::move(ops)) {}
+  explicit OpRegistry(std::vector<OpInfo> ops);
 
   // Sorted by name, then overload.
   const std::vector<OpInfo>& ops() const { return ops_; }
@@ -86,6 +87,8 @@ class OpRegistry {
   // "namespace::name.overload". INVALID_ARGUMENT naming the op when it is not listed or
   // not served (with the reason).
   absl::StatusOr<int> Find(absl::string_view qualified_name) const;
+  // ops()[index].QualifiedName(), made once (a call's metrics label it).
+  const std::string& Name(int index) const { return names_[static_cast<size_t>(index)]; }
 
   // Opaque handles of the torch side, one per op (null in registries made for tests).
   struct Handles;
@@ -94,6 +97,8 @@ class OpRegistry {
  private:
   friend struct OpRegistryBuilder;
   std::vector<OpInfo> ops_;
+  std::vector<std::string> names_;               // QualifiedName() of each op
+  absl::flat_hash_map<std::string, int> index_;  // by QualifiedName(); Find is per call
   std::shared_ptr<const Handles> handles_;  // shared_ptr: Handles is incomplete here
 };
 

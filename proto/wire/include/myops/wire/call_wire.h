@@ -25,6 +25,8 @@ namespace myops::wire {
 // OK when `bytes` walks as a CallRequest (its arguments, their values, tensors and
 // tensor lists; other fields are skipped by protobuf's rules) and its head is at most
 // kMaxHeadBytes; INVALID_ARGUMENT saying which it was not. Reads, never copies data.
+// A message of at most kMaxHeadBytes is not walked (it is OK here; protobuf's parse
+// refuses it if it is not a CallRequest).
 absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes);
 
 // The same check for an inference.ModelInferRequest (the Open Inference Protocol): its
