@@ -115,6 +115,8 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
 }
 
 absl::StatusOr<uint64_t> CheckInferRequestHead(const grpc::ByteBuffer& bytes) {
+  // As CheckCallRequestHead; all of a small message may be packed contents.
+  if (bytes.Length() <= kMaxHeadBytes) return bytes.Length();
   std::vector<grpc::Slice> slices;
   if (!bytes.Dump(&slices).ok()) {
     return absl::InvalidArgumentError("the request's bytes could not be read");

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "arena_request.h"
 #include "call_chunks.h"
 #include "call_codec.h"
 #include "clock.h"
@@ -19,7 +20,7 @@ namespace {
 
 // A myops.v1 call's state: the pipeline's, and the parsed request its views point into.
 struct V1CallState : CallState {
-  myops::v1::CallRequest request;
+  ArenaRequest<myops::v1::CallRequest> request;
   CallShm shm;                                // regions its tensors are in (call_shm.h)
   std::vector<BudgetReservation> shm_copies;  // argument tensors copied out of regions
   ChunkedTensors chunks;                      // its chunked tensors, assembled (call_chunks.h)
@@ -41,7 +42,7 @@ absl::Status ParseHead(MyopsService* service, const grpc::ByteBuffer& bytes, V1C
       !reserved.ok()) {
     return reserved;
   }
-  return ParseCallRequest(bytes, &state->request);
+  return ParseCallRequest(bytes, state->request.get());
 }
 
 // Decodes a parsed request's arguments (views of `state`, which must not move after).
@@ -52,16 +53,16 @@ absl::Status DecodeCall(MyopsService* service, V1CallState* state) {
   };
   // Chunked tensors come on CallStream only, after a header (CallStreamKind::Receive).
   ChunkedTensors* chunks = state->chunks.tensors.empty() ? nullptr : &state->chunks;
-  auto args = DecodeArguments(state->request, service->limits().tensor, &state->shm, chunks);
+  auto args = DecodeArguments(*state->request, service->limits().tensor, &state->shm, chunks);
   if (!args.ok()) return args.status();
-  state->shm.inline_unfit = state->request.inline_unfit_results();
-  if (absl::Status regions = ResolveResultRegions(state->request, &state->shm); !regions.ok()) {
+  state->shm.inline_unfit = state->request->inline_unfit_results();
+  if (absl::Status regions = ResolveResultRegions(*state->request, &state->shm); !regions.ok()) {
     return regions;
   }
   state->call.result_buffer = ResultBuffer(state->shm);
   state->args = std::move(*args);
-  state->op = state->request.op();
-  state->device = state->request.device();
+  state->op = state->request->op();
+  state->device = state->request->device();
   return absl::OkStatus();
 }
 
@@ -73,7 +74,7 @@ absl::Status Parse(MyopsService* service, const grpc::ByteBuffer& bytes, V1CallS
 
 // A stream request's choice of chunked results (CallRequest.max_response_message_bytes).
 absl::Status TakeResponseLimit(const MyopsService& service, V1CallState* state) {
-  const uint64_t wanted = state->request.max_response_message_bytes();
+  const uint64_t wanted = state->request->max_response_message_bytes();
   if (wanted == 0) return absl::OkStatus();
   if (wanted < kMinResponseMessageBytes) {
     return absl::InvalidArgumentError(absl::StrCat("max_response_message_bytes is ", wanted,
@@ -107,10 +108,10 @@ struct CallStreamKind {
         case ChunkAssembly::Added::kConsumed:
           return false;
         case ChunkAssembly::Added::kFailed:
-          state->request.set_request_id(id);
+          state->request->set_request_id(id);
           return true;
         case ChunkAssembly::Added::kComplete:
-          state->request = std::move(done.request);
+          *state->request = std::move(done.request);
           state->request_reservation = std::move(done.header);
           state->received_bytes = done.received_bytes;
           state->chunks = std::move(done.chunks);
@@ -124,9 +125,9 @@ struct CallStreamKind {
         Unreserved(bytes, assembly, state);
       return true;
     }
-    auto sizes = FindChunkedTensors(state->request, service->limits().tensor);
+    auto sizes = FindChunkedTensors(*state->request, service->limits().tensor);
     if (!sizes.ok()) {  // Refused; the chunks its client sends anyway are dropped.
-      assembly->Refuse(state->request.request_id(), AnnouncedChunkedBytes(state->request));
+      assembly->Refuse(state->request->request_id(), AnnouncedChunkedBytes(*state->request));
       *status = sizes.status();
       return true;
     }
@@ -134,14 +135,15 @@ struct CallStreamKind {
       *status = Decode(service, state);
       return true;
     }
-    const uint64_t id = state->request.request_id();
+    const uint64_t id = state->request->request_id();
     ChunkAssembly::Request pending;
-    pending.request = std::move(state->request);
+    pending.request = std::move(*state->request);  // copied out of the arena,
+    state->request.Reset();                        // which lets go of its copy now
     pending.header = std::move(state->request_reservation);
     pending.received_bytes = state->received_bytes;
     *status = assembly->Start(std::move(pending), *sizes);
     if (status->ok()) return false;
-    state->request.set_request_id(id);  // Only its error is answered.
+    state->request->set_request_id(id);  // Only its error is answered.
     return true;
   }
   // A request the budget refused before it was parsed: when it is small (as a chunked
@@ -151,14 +153,14 @@ struct CallStreamKind {
     if (bytes.Length() > wire::kMaxHeadBytes) return;
     myops::v1::CallRequest head;
     if (!ParseCallRequest(bytes, &head).ok()) return;
-    state->request.set_request_id(head.request_id());
+    state->request->set_request_id(head.request_id());
     assembly->Refuse(head.request_id(), AnnouncedChunkedBytes(head));
   }
   // Once the client has closed its side: a request whose chunks did not all come.
   static bool TakeUnfinished(Assembly* assembly, State* state, absl::Status* status) {
     uint64_t id = 0;
     if (!assembly->TakeUnfinished(&id, status)) return false;
-    state->request.set_request_id(id);
+    state->request->set_request_id(id);
     return true;
   }
   static absl::Status Decode(MyopsService* service, State* state) {
@@ -176,7 +178,7 @@ struct CallStreamKind {
     if (absl::Status finished = FinishRegions(state.call, state.shm); !finished.ok()) {
       return finished;
     }
-    const uint64_t id = state.request.request_id();
+    const uint64_t id = state.request->request_id();
     std::vector<grpc::ByteBuffer> out;
     out.push_back(EncodeCallStreamResponse(state.call, timing, id, &state.shm));
     if (state.response_limit == 0 || out[0].Length() <= state.response_limit) return out;
@@ -184,7 +186,7 @@ struct CallStreamKind {
     grpc::ByteBuffer head = EncodeCallStreamResponse(state.call, timing, id, &state.shm, &chunked);
     return EncodeResultChunks(std::move(head), id, chunked, state.response_limit);
   }
-  static uint64_t RequestId(const State& state) { return state.request.request_id(); }
+  static uint64_t RequestId(const State& state) { return state.request->request_id(); }
   static uint64_t InputBytes(const State& state) {
     return static_cast<uint64_t>(state.call.input_bytes);
   }
@@ -217,8 +219,9 @@ absl::StatusOr<int> ResolveFor(const OpInfo& op, const DeviceSet& devices,
   if (!slot.ok()) return slot.status();
   const Device& chosen = devices.devices()[static_cast<size_t>(*slot)];
   if (!has_kernel(chosen)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "operator ", op.QualifiedName(), " has no kernel for ", chosen.Name(), "; ", alternatives()));
+    return absl::FailedPreconditionError(absl::StrCat("operator ", op.QualifiedName(),
+                                                      " has no kernel for ", chosen.Name(), "; ",
+                                                      alternatives()));
   }
   return slot;
 }
@@ -321,7 +324,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
                         static_cast<uint64_t>(state.call.input_bytes));
         if (status.ok()) {
           *response =
-              EncodeCallResponse(state.call, timing, state.request.request_id(), &state.shm);
+              EncodeCallResponse(state.call, timing, state.request->request_id(), &state.shm);
         }
         reactor->Finish(ToGrpcStatus(status));
       });

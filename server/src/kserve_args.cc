@@ -83,25 +83,27 @@ bool IsInteger(const Datatype& t) {
   return t.family == Family::kSigned || t.family == Family::kUnsigned;
 }
 
-// Input `e` as the value of argument `arg`.
-absl::StatusOr<Value> ToValue(const ArgInfo& arg, const InputTensor& e, const std::string& field,
+// Input `e` of `op` as the value of argument `arg`.
+absl::StatusOr<Value> ToValue(const OpInfo& op, const ArgInfo& arg, const InputTensor& e,
                               Scratch* scratch) {
   Value v;
   const Datatype& t = *e.type;
+  // Made only for an error.
+  auto field = [&] { return InputField(e.name, op.QualifiedName()); };
   auto wrong = [&](const std::string& accepted) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " is ", t.name, "; argument '", arg.name,
-                                                   "' (", arg.type, ") takes ", accepted));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field(), " is ", t.name, "; argument '", arg.name, "' (", arg.type, ") takes ", accepted));
   };
   const bool scalar_kind = arg.kind == ArgKind::kInt || arg.kind == ArgKind::kFloat ||
                            arg.kind == ArgKind::kBool || arg.kind == ArgKind::kScalar;
   if (scalar_kind && e.count != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, " has ", e.count, " elements (shape ", ShapeString(e.shape),
+        absl::StrCat(field(), " has ", e.count, " elements (shape ", ShapeString(e.shape),
                      "); argument '", arg.name, "' (", arg.type, ") takes one (shape [] or [1])"));
   }
   const bool is_list = arg.kind == ArgKind::kIntList || arg.kind == ArgKind::kFloatList;
   if (is_list && e.shape.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has shape ", ShapeString(e.shape),
+    return absl::InvalidArgumentError(absl::StrCat(field(), " has shape ", ShapeString(e.shape),
                                                    "; argument '", arg.name, "' (", arg.type,
                                                    ") takes a 1-D tensor"));
   }
@@ -163,27 +165,28 @@ absl::StatusOr<Value> ToValue(const ArgInfo& arg, const InputTensor& e, const st
     case ArgKind::kString:
     case ArgKind::kScalarType:
       return absl::InvalidArgumentError(
-          absl::StrCat(field, ": argument '", arg.name, "' (", arg.type,
+          absl::StrCat(field(), ": argument '", arg.name, "' (", arg.type,
                        ") is not an input tensor; send it as a request parameter (string_param)"));
     case ArgKind::kTensorList:
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ": argument '", arg.name, "' (", arg.type, ") is sent as one input per element, ",
-          ElementName(arg.name, 0), ", ", ElementName(arg.name, 1), ", ..."));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field(), ": argument '", arg.name, "' (", arg.type,
+                       ") is sent as one input per element, ", ElementName(arg.name, 0), ", ",
+                       ElementName(arg.name, 1), ", ..."));
     case ArgKind::kOther:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, ": argument '", arg.name, "' (", arg.type,
+  return absl::InvalidArgumentError(absl::StrCat(field(), ": argument '", arg.name, "' (", arg.type,
                                                  ") cannot be sent over this protocol yet"));
 }
 
 // Parameter `p` as the value of argument `arg`.
-absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const Parameter& p,
-                                     const std::string& model) {
+absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const Parameter& p, const OpInfo& op) {
   Value v;
+  auto model = [&op] { return op.QualifiedName(); };  // made only for an error
   using P = Parameter::Kind;
   if (arg.kind == ArgKind::kTensor || arg.kind == ArgKind::kTensorList) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "parameter '", arg.name, "' of model ", model, " is a tensor argument (", arg.type,
+        "parameter '", arg.name, "' of model ", model(), " is a tensor argument (", arg.type,
         "); send it as ",
         arg.kind == ArgKind::kTensor ? "an input"
                                      : absl::StrCat("inputs ", ElementName(arg.name, 0), ", ",
@@ -199,7 +202,7 @@ absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const Parameter& p,
     case P::kUint64:
       if (p.uint64_value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         return absl::InvalidArgumentError(absl::StrCat("parameter '", arg.name, "' of model ",
-                                                       model, " is ", p.uint64_value,
+                                                       model(), " is ", p.uint64_value,
                                                        ", more than an int64 holds"));
       }
       v.kind = K::kInt, v.int_value = static_cast<int64_t>(p.uint64_value);
@@ -214,7 +217,7 @@ absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const Parameter& p,
         if (const Datatype* d = FindDatatype(name); d != nullptr && !dtype) dtype = d->tensor;
         if (!dtype) {
           return absl::InvalidArgumentError(
-              absl::StrCat("parameter '", arg.name, "' of model ", model, " is '", name,
+              absl::StrCat("parameter '", arg.name, "' of model ", model(), " is '", name,
                            "'; expected a dtype name (", DTypeNameList(), ") or datatype (",
                            DatatypeNames(true), ")"));
         }
@@ -225,8 +228,8 @@ absl::StatusOr<Value> ParameterValue(const ArgInfo& arg, const Parameter& p,
       break;
     case P::kOther:
       return absl::InvalidArgumentError(absl::StrCat(
-          "parameter '", arg.name, "' of model ", model, " is ", p.other, "; argument '", arg.name,
-          "' (", arg.type, ") takes a bool, a number or a string"));
+          "parameter '", arg.name, "' of model ", model(), " is ", p.other, "; argument '",
+          arg.name, "' (", arg.type, ") takes a bool, a number or a string"));
     case P::kNone:
       v.kind = K::kNone;
       break;
@@ -341,13 +344,15 @@ absl::StatusOr<NamedValue> InputArgument(const OpInfo& op, const InputTensor& in
     element.type = absl::StrCat("an element of ", list->type);
     arg = &element;
   }
-  auto value = ToValue(*arg, in, InputField(in.name, op.QualifiedName()), scratch);
+  auto value = ToValue(op, *arg, in, scratch);
   if (!value.ok()) return value.status();
   v.value = std::move(*value);
   return v;
 }
 
 absl::Status GroupTensorLists(const OpInfo& op, std::vector<NamedValue>* args) {
+  const auto is_list = [](const ArgInfo& a) { return a.kind == ArgKind::kTensorList; };
+  if (std::none_of(op.args.begin(), op.args.end(), is_list)) return absl::OkStatus();
   // The elements of each Tensor[] argument as received: (index, tensor), in request order.
   std::vector<std::pair<const ArgInfo*, std::vector<std::pair<int, TensorView>>>> lists;
   std::vector<NamedValue> rest;
@@ -390,7 +395,7 @@ absl::Status GroupTensorLists(const OpInfo& op, std::vector<NamedValue>* args) {
 absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, const Parameter& p) {
   const ArgInfo* arg = FindArg(op, p.name);
   if (arg == nullptr) return std::nullopt;  // not ours: clients add their own parameters
-  auto value = ParameterValue(*arg, p, op.QualifiedName());
+  auto value = ParameterValue(*arg, p, op);
   if (!value.ok()) return value.status();
   return NamedValue{p.name, std::move(*value)};
 }

@@ -156,19 +156,21 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
     std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
   // Which inputs are in shared memory (most requests: none, and no parameters).
   std::vector<std::optional<ShmRef>> refs(static_cast<size_t>(request.inputs_size()));
+  const std::string model = op.QualifiedName();
   int raw_inputs = request.inputs_size();
   for (int i = 0; i < request.inputs_size(); ++i) {
     if (request.inputs(i).parameters().empty()) continue;
     auto ref = FindShmRef(ToParameters(request.inputs(i).parameters()),
-                          InputField(request.inputs(i).name(), op.QualifiedName()), shm);
+                          InputField(request.inputs(i).name(), model), shm);
     if (!ref.ok()) return ref.status();
     if (ref->has_value()) --raw_inputs;
     refs[static_cast<size_t>(i)] = *std::move(ref);
   }
   std::vector<NamedValue> out;
+  out.reserve(static_cast<size_t>(request.inputs_size()) + request.parameters().size());
   int raw = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
-    const std::string field = InputField(request.inputs(i).name(), op.QualifiedName());
+    const std::string field = InputField(request.inputs(i).name(), model);
     absl::StatusOr<InputTensor> in;
     if (const auto& ref = refs[static_cast<size_t>(i)]; ref.has_value()) {
       // The region bounds it: the message and tensor limits are about received bytes.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "arena_request.h"
 #include "kserve_codec.h"
 #include "myops/version.h"
 #include "myops/wire/call_wire.h"
@@ -19,7 +20,7 @@ using Clock = std::chrono::steady_clock;
 // A ModelInfer's state: the pipeline's, the parsed request its views point into, and the
 // outputs the response holds.
 struct KServeCallState : CallState {
-  inference::ModelInferRequest request;
+  ArenaRequest<inference::ModelInferRequest> request;
   const OpInfo* op_info = nullptr;  // the model's op, in the registry
   std::vector<kserve::OutputRef> selected;
   kserve::Scratch scratch;                    // narrowed input tensors the views point into
@@ -42,12 +43,12 @@ absl::Status DecodeForModel(MyopsService* pipeline, const OpInfo& op, KServeCall
   auto reserve = [pipeline, state](int64_t bytes) {
     return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
   };
-  auto args = kserve::DecodeInferInputs(op, state->request, pipeline->limits().tensor, shm, reserve,
-                                        &state->shm_inputs, &state->scratch);
+  auto args = kserve::DecodeInferInputs(op, *state->request, pipeline->limits().tensor, shm,
+                                        reserve, &state->shm_inputs, &state->scratch);
   if (!args.ok()) return args.status();
-  auto selected = kserve::SelectOutputs(op, state->request);
+  auto selected = kserve::SelectOutputs(op, *state->request);
   if (!selected.ok()) return selected.status();
-  auto shm_outputs = kserve::OutputSlices(op, state->request, *selected, shm);
+  auto shm_outputs = kserve::OutputSlices(op, *state->request, *selected, shm);
   if (!shm_outputs.ok()) return shm_outputs.status();
   state->args = std::move(*args);
   state->selected = std::move(*selected);
@@ -71,12 +72,12 @@ absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes,
       !reserved.ok()) {
     return reserved;
   }
-  if (absl::Status parsed = kserve::ParseInferRequest(bytes, &state->request); !parsed.ok()) {
+  if (absl::Status parsed = kserve::ParseInferRequest(bytes, state->request.get()); !parsed.ok()) {
     return parsed;
   }
   const OpRegistry& registry = *pipeline->executor().info().registry;
   auto index =
-      kserve::FindModel(registry, state->request.model_name(), state->request.model_version());
+      kserve::FindModel(registry, state->request->model_name(), state->request->model_version());
   if (!index.ok()) return index.status();
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
   state->op_info = &op;
@@ -104,11 +105,11 @@ struct StreamInferKind {
         !intact.ok()) {
       return intact;
     }
-    return kserve::EncodeStreamInferResponse(*state.op_info, state.request, state.call,
+    return kserve::EncodeStreamInferResponse(*state.op_info, *state.request, state.call,
                                              state.selected, state.shm_outputs);
   }
   static grpc::ByteBuffer EncodeError(const State& state, const absl::Status& status) {
-    return kserve::EncodeStreamInferError(state.request, status);
+    return kserve::EncodeStreamInferError(*state.request, status);
   }
   static uint64_t InputBytes(const State& state) {
     return static_cast<uint64_t>(state.call.input_bytes);
@@ -218,7 +219,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
         KServeCallState& state = reactor->state;
         if (status.ok()) status = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
         if (status.ok()) {
-          auto encoded = kserve::EncodeInferResponse(*state.op_info, state.request, state.call,
+          auto encoded = kserve::EncodeInferResponse(*state.op_info, *state.request, state.call,
                                                      state.selected, state.shm_outputs);
           if (encoded.ok()) {
             *response = std::move(*encoded);

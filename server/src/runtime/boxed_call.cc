@@ -17,9 +17,9 @@ at::Tensor ToTensor(const TensorView& v, c10::Device device) {
 }
 
 c10::IValue ToIValue(const Value& v, const c10::Argument& arg, c10::Device device) {
-  c10::TypePtr type = arg.type();
+  const c10::Type* type = arg.type().get();  // borrowed: no reference count per argument
   if (type->kind() == c10::TypeKind::OptionalType) {
-    type = type->castRaw<c10::OptionalType>()->getElementType();
+    type = type->castRaw<c10::OptionalType>()->getElementType().get();
   }
   using K = Value::Kind;
   switch (v.kind) {

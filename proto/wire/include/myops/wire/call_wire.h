@@ -33,6 +33,7 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes);
 // head is everything but raw_input_contents and the packed fields of its inputs' typed
 // contents, at most kMaxHeadBytes. Returns the bytes of those packed fields, which
 // protobuf may parse into up to 8 times as many (1-byte varints into int64 elements).
+// A message of at most kMaxHeadBytes is not walked: its size is returned as the bound.
 absl::StatusOr<uint64_t> CheckInferRequestHead(const grpc::ByteBuffer& bytes);
 
 // Builds one protobuf message as slices. Not thread-safe; single use.
