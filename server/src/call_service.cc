@@ -272,6 +272,9 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   job.call = &state->call;
   job.device_slot = *slot;
   job.deadline = ToSteady(deadline);
+  if (state->timeout_us > 0) {
+    job.deadline = std::min(job.deadline, received + std::chrono::microseconds(state->timeout_us));
+  }
   job.is_cancelled = std::move(is_cancelled);
   const int64_t decode_ns = Nanos(Clock::now() - start);
   executor_->Submit(std::move(job), [this, state, start, decode_ns, &op, done = std::move(done)](

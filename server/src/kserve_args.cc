@@ -400,4 +400,17 @@ absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, co
   return NamedValue{p.name, std::move(*value)};
 }
 
+absl::StatusOr<std::optional<int64_t>> TimeoutParameter(const OpInfo& op, const Parameter& p) {
+  if (p.name != "timeout" || FindArg(op, p.name) != nullptr) return std::nullopt;
+  using P = Parameter::Kind;
+  if (p.kind == P::kInt64 && p.int64_value >= 0) return p.int64_value;
+  if (p.kind == P::kUint64) {
+    return static_cast<int64_t>(
+        std::min<uint64_t>(p.uint64_value, std::numeric_limits<int64_t>::max()));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("parameter 'timeout' of model ", op.QualifiedName(),
+                   " is the request's timeout in microseconds; expected an integer >= 0"));
+}
+
 }  // namespace myops::server::kserve

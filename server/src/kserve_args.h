@@ -108,6 +108,12 @@ absl::Status GroupTensorLists(const OpInfo& op, std::vector<NamedValue>* args);
 // cannot be one.
 absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, const Parameter& p);
 
+// Request parameter `p` as the request's timeout when it is "timeout" (Triton's, which
+// tritonclient's `timeout=` sends: the microseconds the server may take, from receipt)
+// and no argument of `op` has that name: the microseconds, 0 for none; nullopt for any
+// other parameter. INVALID_ARGUMENT when it is not an integer >= 0.
+absl::StatusOr<std::optional<int64_t>> TimeoutParameter(const OpInfo& op, const Parameter& p);
+
 // One output of a response as requested: result `result` of the op (schema order), and of
 // a Tensor[] result one element (`element` >= 0) or every element in order (-1).
 struct OutputRef {

@@ -99,6 +99,11 @@ inline absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
   return DecodeInferInputs(op, request, limits, nullptr, {}, nullptr, scratch);
 }
 
+// The request's "timeout" parameter (kserve_args.h's TimeoutParameter): microseconds, 0
+// when absent.
+absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op,
+                                       const inference::ModelInferRequest& request);
+
 // The outputs the request names, in its order (kserve_args.h's SelectOutputs).
 absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
                                                      const inference::ModelInferRequest& request);

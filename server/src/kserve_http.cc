@@ -367,6 +367,11 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
     if (!shm_outputs.ok()) return shm_outputs.status();
     auto args = kserve::DecodeRestInputs(*state.op_info, state.request);
     if (!args.ok()) return args.status();
+    for (const kserve::Parameter& p : state.request.parameters) {
+      auto timeout = kserve::TimeoutParameter(*state.op_info, p);
+      if (!timeout.ok()) return timeout.status();
+      if (timeout->has_value()) state.timeout_us = **timeout;
+    }
     state.args = std::move(*args);
     state.selected = std::move(*selected);
     state.shm_outputs = std::move(*shm_outputs);

@@ -204,6 +204,14 @@ absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
   return out;
 }
 
+absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op, const ModelInferRequest& request) {
+  const auto found = request.parameters().find("timeout");
+  if (found == request.parameters().end()) return 0;
+  auto timeout = TimeoutParameter(op, ToParameter(found->first, found->second));
+  if (!timeout.ok()) return timeout.status();
+  return timeout->value_or(0);
+}
+
 absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
                                                      const ModelInferRequest& request) {
   std::vector<std::string> names;

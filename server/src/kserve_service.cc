@@ -46,6 +46,9 @@ absl::Status DecodeForModel(MyopsService* pipeline, const OpInfo& op, KServeCall
   auto args = kserve::DecodeInferInputs(op, *state->request, pipeline->limits().tensor, shm,
                                         reserve, &state->shm_inputs, &state->scratch);
   if (!args.ok()) return args.status();
+  auto timeout = kserve::RequestTimeout(op, *state->request);
+  if (!timeout.ok()) return timeout.status();
+  state->timeout_us = *timeout;
   auto selected = kserve::SelectOutputs(op, *state->request);
   if (!selected.ok()) return selected.status();
   auto shm_outputs = kserve::OutputSlices(op, *state->request, *selected, shm);

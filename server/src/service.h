@@ -87,6 +87,9 @@ struct CallState {
   BudgetReservation request_reservation;
   BudgetReservation result_reservation;
   int64_t received_bytes = 0;
+  // The front end's own limit on the request, from its receipt (KServe's "timeout"
+  // parameter), on top of the RPC's deadline; 0: none.
+  int64_t timeout_us = 0;
   // Whether the front end sends results in pieces (CallStream's chunked results): they
   // may then exceed max_message_bytes, the memory budget still bounding them.
   bool chunked_results = false;

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
+#include <optional>
 
 namespace myops::server::kserve {
 namespace {
@@ -302,6 +304,45 @@ TEST(KServeCodec, StatisticsAreTritonsModelStatistics) {
   EXPECT_EQ(out.batch_stats(0).batch_size(), 1u);
   EXPECT_EQ(out.batch_stats(0).compute_infer().count(), 2u);
   EXPECT_EQ(out.batch_stats(0).compute_infer().ns(), 30u);
+}
+
+TEST(KServeCodec, TimeoutParameterIsTheRequestsTimeout) {
+  const OpRegistry registry = TestRegistry();
+  const OpInfo& op = registry.ops()[0];
+  Parameter p;
+  p.name = "timeout";
+  p.kind = Parameter::Kind::kInt64;
+  p.int64_value = 2500;
+  EXPECT_EQ(TimeoutParameter(op, p).value(), std::optional<int64_t>(2500));
+  p.int64_value = 0;
+  EXPECT_EQ(TimeoutParameter(op, p).value(), std::optional<int64_t>(0));
+  p.kind = Parameter::Kind::kUint64;
+  p.uint64_value = ~uint64_t{0};
+  EXPECT_EQ(TimeoutParameter(op, p).value(),
+            std::optional<int64_t>(std::numeric_limits<int64_t>::max()));
+  for (Parameter::Kind bad : {Parameter::Kind::kDouble, Parameter::Kind::kString}) {
+    p.kind = bad;
+    EXPECT_THAT(TimeoutParameter(op, p).status().message(),
+                HasSubstr("parameter 'timeout' of model myops::scale_shift is the request's "
+                          "timeout in microseconds; expected an integer >= 0"));
+  }
+  p.kind = Parameter::Kind::kInt64;
+  p.int64_value = -1;
+  EXPECT_EQ(TimeoutParameter(op, p).status().code(), absl::StatusCode::kInvalidArgument);
+  p.name = "alpha";  // any other parameter
+  EXPECT_EQ(TimeoutParameter(op, p).value(), std::nullopt);
+  // An operator's own argument named timeout is that argument's.
+  OpInfo own = op;
+  own.args.push_back(Arg("timeout", "int", ArgKind::kInt));
+  p.name = "timeout";
+  EXPECT_EQ(TimeoutParameter(own, p).value(), std::nullopt);
+
+  inference::ModelInferRequest request;
+  EXPECT_EQ(RequestTimeout(op, request).value(), 0);
+  (*request.mutable_parameters())["timeout"].set_int64_param(40);
+  EXPECT_EQ(RequestTimeout(op, request).value(), 40);
+  (*request.mutable_parameters())["timeout"].set_string_param("soon");
+  EXPECT_FALSE(RequestTimeout(op, request).ok());
 }
 
 }  // namespace

@@ -348,3 +348,22 @@ def test_async_infer_with_ids(client):
     assert sorted(seen) == sorted(f"a{i}" for i in range(8))
     for i, x in enumerate(xs):
         np.testing.assert_array_equal(seen[f"a{i}"], x * 2 + 1)
+
+
+def test_timeout_parameter(client):
+    # tritonclient's timeout= (request parameter "timeout", microseconds from receipt):
+    # 1 us has passed before the operator runs, 10 s has not; a negative one is refused.
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    scalars = {"alpha": 2.0, "beta": 1.0}
+    e = error(lambda: client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
+                                   timeout=1))
+    assert e.status() == "StatusCode.DEADLINE_EXCEEDED"
+    assert "the deadline passed before the request ran" in e.message()
+    result = client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
+                          timeout=10_000_000)
+    np.testing.assert_allclose(result.as_numpy("output__0"), x * 2 + 1, rtol=1e-6)
+    e = error(lambda: client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
+                                   timeout=-5))
+    assert e.status() == "StatusCode.INVALID_ARGUMENT"
+    assert ("parameter 'timeout' of model myops::scale_shift is the request's timeout in "
+            "microseconds; expected an integer >= 0") in e.message()

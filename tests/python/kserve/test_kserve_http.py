@@ -272,3 +272,19 @@ def test_error_binary_data(kserve_server):
                           {"Inference-Header-Content-Length": str(len(bools))})
     assert status == 400
     assert "is BOOL with a byte other than 0 or 1 in its binary data" in answer["error"]
+
+
+def test_timeout_parameter(http_client):
+    # tritonclient.http's timeout= (parameters.timeout, microseconds from receipt), as on
+    # the gRPC binding: 504 once it has passed, 400 for a negative one.
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    scalars = {"alpha": 2.0, "beta": 1.0}
+    e = error(lambda: http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")],
+                                        parameters=scalars, timeout=1))
+    assert e.status() == "504" and "the deadline passed before the request ran" in e.message()
+    result = http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
+                               timeout=10_000_000)
+    np.testing.assert_allclose(result.as_numpy("output__0"), x * 2 + 1, rtol=1e-6)
+    e = error(lambda: http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")],
+                                        parameters=scalars, timeout=-5))
+    assert e.status() == "400" and "parameter 'timeout'" in e.message()
