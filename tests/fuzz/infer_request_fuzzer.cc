@@ -2,10 +2,10 @@
 // runs it (kserve_service.cc): wire::CheckInferRequestHead over an
 // inference.ModelInferRequest received as several slices (slices.h), kserve::
 // ParseInferRequest, then DecodeInferInputs with the default limits for an operator taking
-// a tensor, a float, an int list, a tensor list and a str, SelectOutputs and OutputSlices,
-// on a server with shared memory: one 64 KiB region registered as "r" (kserve_shm.h).
-// Beyond "no crash, no sanitizer report", checks what the front end relies on: refusals
-// are INVALID_ARGUMENT (NOT_FOUND for an unknown region); the memory the head check lets
+// a tensor, a float, an int list, a tensor list and a str, RequestTimeout, SelectOutputs
+// and OutputSlices, on a server with shared memory: one 64 KiB region registered as "r"
+// (kserve_shm.h). Beyond "no crash, no sanitizer report", checks what the front end relies on:
+// refusals are INVALID_ARGUMENT (NOT_FOUND for an unknown region); the memory the head check lets
 // protobuf take (received bytes plus 8 per packed byte, what the budget reserves) bounds
 // the parsed message; every decoded tensor holds numel * itemsize bytes, and one in
 // shared memory lies inside the region or in a copy the budget granted.
@@ -91,6 +91,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       Fail("a tensor's bytes are not numel * itemsize");
     }
   }
+  auto timeout = myops::server::kserve::RequestTimeout(Op(), request);
+  if (!timeout.ok() && timeout.status().code() != absl::StatusCode::kInvalidArgument) {
+    Fail("the timeout's code");
+  }
+  if (timeout.ok() && *timeout < 0) Fail("a negative timeout");
   auto selected = myops::server::kserve::SelectOutputs(Op(), request);
   if (!selected.ok()) {
     if (selected.status().code() != absl::StatusCode::kInvalidArgument) {
