@@ -86,9 +86,9 @@ absl::Status Decode(const myops::v1::Argument& arg, int index, const TensorLimit
     case Value::kScalarType: {
       const std::optional<DType> dtype = DTypeFromWire(in.scalar_type());
       if (!dtype) {
-        return absl::InvalidArgumentError(absl::StrCat(FieldName(arg, index), ": unknown scalar_type ",
-                                                       in.scalar_type(), "; expected one of ",
-                                                       DTypeNameList(/*wire_names=*/true)));
+        return absl::InvalidArgumentError(
+            absl::StrCat(FieldName(arg, index), ": unknown scalar_type ", in.scalar_type(),
+                         "; expected one of ", DTypeNameList(/*wire_names=*/true)));
       }
       out->kind = K::kScalarType;
       out->scalar_type = *dtype;

@@ -92,9 +92,8 @@ absl::StatusOr<int> OpRegistry::Find(absl::string_view qualified_name) const {
   if (auto found = index_.find(qualified_name); found != index_.end()) {
     const OpInfo& op = ops_[static_cast<size_t>(found->second)];
     if (!op.served) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("operator ", names_[static_cast<size_t>(found->second)],
-                       " is not served: ", op.reason));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "operator ", names_[static_cast<size_t>(found->second)], " is not served: ", op.reason));
     }
     return found->second;
   }
@@ -200,8 +199,8 @@ absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCa
       }
       if (index == n) {
         return absl::InvalidArgumentError(
-            absl::StrCat(op.QualifiedName(), "() got an unexpected keyword argument '", EchoValue(v.name),
-                         "' (schema: ", op.schema, ")"));
+            absl::StrCat(op.QualifiedName(), "() got an unexpected keyword argument '",
+                         EchoValue(v.name), "' (schema: ", op.schema, ")"));
       }
       if (call->args[index].has_value()) {
         return absl::InvalidArgumentError(
@@ -211,17 +210,17 @@ absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCa
     const ArgInfo& arg = op.args[index];
     if (!Accepts(arg, v.value.kind)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(op.QualifiedName(), "(): argument '", arg.name, "' (position ", index + 1, ") must be ",
-                       arg.type, ", not ", ValueKindName(v.value.kind)));
+          absl::StrCat(op.QualifiedName(), "(): argument '", arg.name, "' (position ", index + 1,
+                       ") must be ", arg.type, ", not ", ValueKindName(v.value.kind)));
     }
     call->input_bytes += TensorBytes(v.value);
     call->args[index] = std::move(v.value);
   }
   for (size_t i = 0; i < n; ++i) {
     if (!call->args[i].has_value() && !op.args[i].has_default) {
-      return absl::InvalidArgumentError(absl::StrCat(op.QualifiedName(), "() is missing required argument '",
-                                                     op.args[i].name, "' (", op.args[i].type,
-                                                     "; schema: ", op.schema, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(op.QualifiedName(), "() is missing required argument '", op.args[i].name,
+                       "' (", op.args[i].type, "; schema: ", op.schema, ")"));
     }
   }
   return absl::OkStatus();

@@ -99,7 +99,7 @@ class OpRegistry {
   std::vector<OpInfo> ops_;
   std::vector<std::string> names_;               // QualifiedName() of each op
   absl::flat_hash_map<std::string, int> index_;  // by QualifiedName(); Find is per call
-  std::shared_ptr<const Handles> handles_;  // shared_ptr: Handles is incomplete here
+  std::shared_ptr<const Handles> handles_;       // shared_ptr: Handles is incomplete here
 };
 
 // Binds a call's arguments (positional first, then by name) to `op`'s schema: fills
