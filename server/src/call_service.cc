@@ -272,8 +272,12 @@ void MyopsService::ProcessCall(CallState* state, Clock::time_point received,
   job.call = &state->call;
   job.device_slot = *slot;
   job.deadline = ToSteady(deadline);
-  if (state->timeout_us > 0) {
-    job.deadline = std::min(job.deadline, received + std::chrono::microseconds(state->timeout_us));
+  // A front end's timeout, from receipt; one beyond the clock's range is no bound (and
+  // must not overflow it: the value is the client's).
+  if (const std::chrono::microseconds timeout(state->timeout_us);
+      timeout.count() > 0 && timeout < std::chrono::duration_cast<std::chrono::microseconds>(
+                                           Clock::time_point::max() - received)) {
+    job.deadline = std::min(job.deadline, received + timeout);
   }
   job.is_cancelled = std::move(is_cancelled);
   const int64_t decode_ns = Nanos(Clock::now() - start);

@@ -362,6 +362,10 @@ def test_timeout_parameter(client):
     result = client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
                           timeout=10_000_000)
     np.testing.assert_allclose(result.as_numpy("output__0"), x * 2 + 1, rtol=1e-6)
+    # The largest timeout is no bound at all (not an overflow into the past).
+    result = client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
+                          timeout=2**63 - 1)
+    np.testing.assert_allclose(result.as_numpy("output__0"), x * 2 + 1, rtol=1e-6)
     e = error(lambda: client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
                                    timeout=-5))
     assert e.status() == "StatusCode.INVALID_ARGUMENT"

@@ -285,6 +285,9 @@ def test_timeout_parameter(http_client):
     result = http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
                                timeout=10_000_000)
     np.testing.assert_allclose(result.as_numpy("output__0"), x * 2 + 1, rtol=1e-6)
+    result = http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")], parameters=scalars,
+                               timeout=2**64 - 1)  # uint64: no bound either
+    np.testing.assert_allclose(result.as_numpy("output__0"), x * 2 + 1, rtol=1e-6)
     e = error(lambda: http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")],
                                         parameters=scalars, timeout=-5))
     assert e.status() == "400" and "parameter 'timeout'" in e.message()
