@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "kserve/v2/grpc_predict_v2.pb.h"
 #include "myops/v1/myops.pb.h"
 
 namespace myops::server {
@@ -27,6 +28,32 @@ TEST(ArenaRequest, ParsesIntoItsArena) {
   EXPECT_EQ(request->op(), "myops::scale_shift");
   EXPECT_EQ(request->arguments(0).value().tensor().data().size(), 1024u);
   EXPECT_EQ(request->GetArena(), request->arguments(0).GetArena());
+}
+
+// The requests of scale_shift over 1 KiB as the clients send them fit the inline block:
+// no heap block for the head (the data's buffer is a string's own).
+TEST(ArenaRequest, SmallRequestsNeedNoBlockBeyondTheInlineOne) {
+  myops::v1::CallRequest call = WithData("myops::scale_shift", 1024);
+  call.mutable_arguments(0)->mutable_value()->mutable_tensor()->add_shape(256);
+  call.add_arguments()->mutable_value()->set_float_value(2);
+  call.add_arguments()->mutable_value()->set_float_value(1);
+  ArenaRequest<myops::v1::CallRequest> parsed_call;
+  ASSERT_TRUE(parsed_call->ParseFromString(call.SerializeAsString()));
+  EXPECT_EQ(parsed_call.arena_bytes(), parsed_call.inline_bytes());
+
+  inference::ModelInferRequest infer;
+  infer.set_model_name("myops::scale_shift");
+  auto* x = infer.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  x->add_shape(256);
+  (*infer.mutable_parameters())["alpha"].set_double_param(2);
+  (*infer.mutable_parameters())["beta"].set_double_param(1);
+  infer.add_raw_input_contents(std::string(1024, 'x'));
+  ArenaRequest<inference::ModelInferRequest> parsed_infer;
+  ASSERT_TRUE(parsed_infer->ParseFromString(infer.SerializeAsString()));
+  EXPECT_EQ(parsed_infer->parameters().at("beta").double_param(), 1);
+  EXPECT_EQ(parsed_infer.arena_bytes(), parsed_infer.inline_bytes());
 }
 
 TEST(ArenaRequest, MoveAssignmentCopiesAndFreesTheOldMessage) {
