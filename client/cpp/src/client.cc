@@ -45,12 +45,8 @@ absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& 
       }));
 }
 
-// Whether x may go to shared memory (ClientOptions::shared_memory): then only x itself is
-// validated first, the message limit not applying to it; otherwise the whole request is.
-bool MayShare(const internal::ClientCore& core, const TensorView& x) {
-  return core.shm != nullptr && x.size_bytes != 0 && core.shm->Wants(x.size_bytes);
-}
-
+// Validates x alone when it may go to shared memory (`shared`, internal::MayShare), the
+// message limit not applying to it; otherwise the whole request.
 absl::Status ValidateInput(const internal::ClientCore& core, const TensorView& x, double alpha,
                            double beta, const CallOptions& options, bool shared) {
   if (shared) return ValidateTensorView(x, "input");
@@ -128,7 +124,7 @@ const ClientOptions& Client::options() const { return core_->options; }
 
 absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double alpha, double beta,
                                                     const CallOptions& options) {
-  const bool shared = MayShare(*core_, x);
+  const bool shared = internal::MayShare(core_->shm.get(), x);
   if (absl::Status status = ValidateInput(*core_, x, alpha, beta, options, shared); !status.ok()) {
     return status;
   }
@@ -167,7 +163,7 @@ absl::StatusOr<ScaleShiftResult> Client::ScaleShift(const TensorView& x, double 
 absl::StatusOr<Timing> Client::ScaleShiftInto(const TensorView& x, double alpha, double beta,
                                               const MutableTensorView& out,
                                               const CallOptions& options) {
-  const bool shared = MayShare(*core_, x);
+  const bool shared = internal::MayShare(core_->shm.get(), x);
   if (absl::Status status = ValidateInput(*core_, x, alpha, beta, options, shared); !status.ok()) {
     return status;
   }

@@ -89,7 +89,7 @@ void AsyncCall::Cancel() const {
 
 AsyncCall Client::ScaleShiftAsync(const TensorView& x, double alpha, double beta,
                                   ScaleShiftCallback done, const CallOptions& options) {
-  if (core_->shm != nullptr && x.size_bytes != 0 && core_->shm->Wants(x.size_bytes)) {
+  if (internal::MayShare(core_->shm.get(), x)) {
     // scale_shift as a Call with x in shared memory (ClientOptions::shared_memory): x
     // alone is validated, the message limit not applying to it.
     if (absl::Status status = ValidateTensorView(x, "input"); !status.ok()) {

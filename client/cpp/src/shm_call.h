@@ -42,6 +42,12 @@ inline const CallPlacement* PlacementOf(const std::shared_ptr<ShmCall>& shm) {
 // there, each keeping `shm` (and so its lease).
 std::optional<ResponseRegion> ResultRegion(const std::shared_ptr<ShmCall>& shm, bool in_place);
 
+// Whether scale_shift's input `x` may go to shared memory: `pool` (null: none) wants a
+// tensor of its size. Its validation then skips the message limit.
+inline bool MayShare(const ShmPool* pool, const TensorView& x) {
+  return pool != nullptr && x.size_bytes != 0 && pool->Wants(x.size_bytes);
+}
+
 // Copies the tensors of `call` that `pool` wants in shared memory (ShmPool::Wants; views
 // that fail ValidateTensorView are left for ValidateCall to report) into one leased
 // region, at 64-byte aligned offsets, and leaves room after them for result 0 of

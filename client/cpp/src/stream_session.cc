@@ -94,12 +94,13 @@ absl::StatusOr<uint64_t> CallStreamSession::Send(absl::string_view op, absl::Spa
       internal::PlaceCall(impl_->core()->shm.get(), call);
   if (!shm.ok()) return shm.status();
   call.placement = internal::PlacementOf(*shm);
-  if (*shm != nullptr &&
-      internal::EncodedCallSize(call) > static_cast<uint64_t>(max_message_bytes)) {
-    call.placement = nullptr;
+  uint64_t size = internal::EncodedCallSize(call);
+  if (*shm != nullptr && size > static_cast<uint64_t>(max_message_bytes)) {
+    call.placement = nullptr;  // too large even so: chunked, its data in the messages
     shm->reset();
+    size = internal::EncodedCallSize(call);
   }
-  if (internal::EncodedCallSize(call) <= static_cast<uint64_t>(max_message_bytes)) {
+  if (size <= static_cast<uint64_t>(max_message_bytes)) {
     return impl_->Send([&](uint64_t id, grpc::ByteBuffer* request) {
       call.request_id = id;
       *request = internal::EncodeCallRequest(call, pool);
