@@ -31,7 +31,8 @@ absl::StatusOr<BearerAuth> BearerAuth::FromFile(const std::string& path) {
 }
 
 bool BearerAuth::Accepts(absl::string_view value) const {
-  return absl::StartsWith(value, kScheme) &&
+  // The scheme is case-insensitive (RFC 9110, 11.1): "bearer" is "Bearer".
+  return absl::StartsWithIgnoreCase(value, kScheme) &&
          ConstantTimeEquals(value.substr(kScheme.size()), token_);
 }
 

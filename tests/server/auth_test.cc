@@ -113,6 +113,15 @@ TEST_F(AuthTest, TheRightTokenIsAccepted) {
   EXPECT_TRUE(CallStream(authorization).ok());
 }
 
+TEST_F(AuthTest, TheSchemeIsCaseInsensitive) {
+  for (const char* scheme : {"bearer ", "BEARER ", "bEaReR "}) {
+    const std::string authorization = std::string(scheme) + kToken;
+    EXPECT_TRUE(CallScaleShift(authorization).ok()) << scheme;
+    EXPECT_TRUE(CallStream(authorization).ok()) << scheme;
+  }
+  ExpectAllRefused(std::string("bearer ") + kToken + "x");  // The token is not.
+}
+
 TEST_F(AuthTest, HealthNeedsNoToken) {
   EXPECT_EQ(testing::HealthStatus(t_.channel, ""), 1);  // SERVING
   EXPECT_EQ(testing::HealthStatus(t_.channel, "myops.v1.Myops"), 1);
