@@ -103,7 +103,7 @@ class Kinds {
     job.alpha = request.alpha();
     job.beta = request.beta();
     if (run) Run(std::move(job));
-    sink_ += EncodeResponse(request, output, myops::v1::Timing()).Length();
+    sink_ += EncodeResponse(request, output, Timing()).Length();
   }
 
   void Call(bool run) {
@@ -113,7 +113,7 @@ class Kinds {
     auto args = DecodeArguments(request, limits_);
     Check(args.status());
     OpCall call = Bind(request.op(), std::move(*args), run);
-    sink_ += EncodeCallResponse(call, myops::v1::Timing(), 0).Length();
+    sink_ += EncodeCallResponse(call, Timing(), 0).Length();
   }
 
   void Infer(bool run) {

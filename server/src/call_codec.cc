@@ -184,9 +184,8 @@ wire::MessageWriter EncodeValue(const server::Value& v,
   return out;
 }
 
-wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& timing,
-                                   uint64_t request_id, const CallShm* shm,
-                                   std::vector<ChunkedResult>* chunked) {
+wire::MessageWriter ResponseWriter(const OpCall& call, const Timing& timing, uint64_t request_id,
+                                   const CallShm* shm, std::vector<ChunkedResult>* chunked) {
   wire::MessageWriter out;
   auto owner = call.keep_alive.cbegin();
   for (size_t r = 0; r < call.results.size(); ++r) {
@@ -196,7 +195,7 @@ wire::MessageWriter ResponseWriter(const OpCall& call, const myops::v1::Timing& 
                       EncodeValue(call.results[r], &owner, region, chunked));
   }
   myops::v1::CallResponse rest;
-  *rest.mutable_timing() = timing;
+  *rest.mutable_timing() = ToProto(timing);
   rest.set_request_id(request_id);
   out.AppendBytes(rest.SerializeAsString());
   return out;
@@ -240,12 +239,12 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallReq
   return out;
 }
 
-grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                    uint64_t request_id, const CallShm* shm) {
+grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const Timing& timing, uint64_t request_id,
+                                    const CallShm* shm) {
   return ResponseWriter(call, timing, request_id, shm, nullptr).Finish();
 }
 
-grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
+grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const Timing& timing,
                                           uint64_t request_id, const CallShm* shm,
                                           std::vector<ChunkedResult>* chunked) {
   wire::MessageWriter out;
@@ -255,17 +254,6 @@ grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::T
   out.AppendMessage(myops::v1::CallStreamResponse::kResponseFieldNumber,
                     ResponseWriter(call, timing, request_id, shm, chunked));
   return out.Finish();
-}
-
-int64_t ResultBytes(const OpCall& call) {
-  int64_t n = 0;
-  for (const server::Value& v : call.results) {
-    // A result computed into the client's region (OpCall::result_buffer) holds no memory
-    // of the server's and travels in no message.
-    if (v.tensor.data == nullptr || v.tensor.data != call.result_buffer.data) n += v.tensor.bytes;
-    for (const TensorView& t : v.tensor_list) n += t.bytes;
-  }
-  return n;
 }
 
 void DescribeOperator(const OpInfo& op, const std::vector<Device>& devices,

@@ -39,22 +39,19 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallReq
 // CallResponse{outputs: call.results, timing, request_id}; result tensors reference the
 // memory kept in call.keep_alive (the slices hold it until gRPC has sent them); those
 // written to a region of `shm` are sent as its reference (call_shm.h).
-grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const myops::v1::Timing& timing,
-                                    uint64_t request_id, const CallShm* shm = nullptr);
+grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const Timing& timing, uint64_t request_id,
+                                    const CallShm* shm = nullptr);
 
 // CallStreamResponse{request_id, response: EncodeCallResponse(...)}. With `chunked`, its
 // result tensors with data are sent chunked: as their heads with chunked_byte_size, each
 // added to `chunked` in order for EncodeResultChunks.
-grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const myops::v1::Timing& timing,
+grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const Timing& timing,
                                           uint64_t request_id, const CallShm* shm = nullptr,
                                           std::vector<ChunkedResult>* chunked = nullptr);
 
 // The slice of a result tensor: its memory, held by a reference to its owner until gRPC
 // frees the slice (no copy). Shared by the front ends' response encoders.
 grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner);
-
-// Bytes of result tensors (what a response holds beyond its small fields).
-int64_t ResultBytes(const OpCall& call);
 
 // `op` as listed, with the names of `devices` (the server's) it has kernels for.
 void DescribeOperator(const OpInfo& op, const std::vector<Device>& devices,

@@ -116,20 +116,31 @@ MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice) {
   return view;
 }
 
+myops::v1::Timing ToProto(const Timing& timing) {
+  myops::v1::Timing out;
+  out.set_decode_ns(timing.decode_ns);
+  out.set_queue_ns(timing.queue_ns);
+  out.set_compute_ns(timing.compute_ns);
+  out.set_encode_ns(timing.encode_ns);
+  out.set_total_ns(timing.total_ns);
+  out.set_device(timing.device);
+  return out;
+}
+
 grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
-                                const grpc::Slice& output, const myops::v1::Timing& timing) {
+                                const grpc::Slice& output, const Timing& timing) {
   myops::v1::Tensor head;
   head.set_dtype(request.input().dtype());
   *head.mutable_shape() = request.input().shape();
   myops::v1::ScaleShiftResponse rest;
-  *rest.mutable_timing() = timing;
+  *rest.mutable_timing() = ToProto(timing);
   rest.set_request_id(request.request_id());
   return wire::EncodeWithTensorData(myops::v1::ScaleShiftResponse::kOutputFieldNumber, head, output,
                                     rest);
 }
 
 grpc::ByteBuffer EncodeStreamResponse(const myops::v1::ScaleShiftRequest& request,
-                                      const grpc::Slice& output, const myops::v1::Timing& timing) {
+                                      const grpc::Slice& output, const Timing& timing) {
   const grpc::ByteBuffer inner = EncodeResponse(request, output, timing);
   std::vector<grpc::Slice> slices;
   if (!inner.Dump(&slices).ok()) slices.clear();  // Cannot fail: we built it from slices.

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "myops/v1/myops.pb.h"
 #include "myops/wire/tensor_wire.h"
+#include "pipeline/timing.h"
 #include "tensor_view.h"
 
 namespace myops::server {
@@ -39,15 +40,18 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRe
 // `slice` must not move until the view's user is done.
 MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice);
 
+// `timing` as myops.v1 sends it.
+myops::v1::Timing ToProto(const Timing& timing);
+
 // ScaleShiftResponse{output: {input's dtype and shape, data = `output`}, timing,
 // request_id} in protobuf wire format, with `output` as its own slice (not copied).
 grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
-                                const grpc::Slice& output, const myops::v1::Timing& timing);
+                                const grpc::Slice& output, const Timing& timing);
 
 // ScaleShiftStreamResponse{request_id, response: EncodeResponse(...)}, the output again
 // its own slice.
 grpc::ByteBuffer EncodeStreamResponse(const myops::v1::ScaleShiftRequest& request,
-                                      const grpc::Slice& output, const myops::v1::Timing& timing);
+                                      const grpc::Slice& output, const Timing& timing);
 
 // ScaleShiftStreamResponse{request_id, error: {status's code and message}}.
 grpc::ByteBuffer EncodeStreamError(uint64_t request_id, const absl::Status& status);

@@ -133,8 +133,7 @@ int HttpStatusOf(absl::StatusCode code) {
 }
 
 absl::StatusOr<std::unique_ptr<KServeHttp>> KServeHttp::Start(const HttpOptions& options,
-                                                              MyopsService* pipeline,
-                                                              BearerAuth auth) {
+                                                              Pipeline* pipeline, BearerAuth auth) {
   auto listen = ParseListenAddress(options.address, "HTTP address");
   if (!listen.ok()) return listen.status();
   std::unique_ptr<KServeHttp> http(new KServeHttp(pipeline, std::move(auth)));
@@ -245,8 +244,8 @@ void KServeHttp::Serve(mg_connection* conn) {
   if (path == "/v2/models/stats") {  // every model's (model names always hold "::")
     if (!only("GET")) return;
     inference::ModelStatisticsResponse stats;
-    if (absl::Status s = kserve::DescribeStatsOf(*pipeline_->executor().info().registry,
-                                                 pipeline_->model_stats(), "", "", &stats);
+    if (absl::Status s = kserve::DescribeStatsOf(pipeline_->registry(), pipeline_->model_stats(),
+                                                 "", "", &stats);
         !s.ok()) {
       return RespondError(conn, s);
     }
@@ -273,7 +272,7 @@ void KServeHttp::Serve(mg_connection* conn) {
     return;
   }
   if (!only("GET")) return;
-  const OpRegistry& registry = *pipeline_->executor().info().registry;
+  const OpRegistry& registry = pipeline_->registry();
   if (action == "stats") {
     inference::ModelStatisticsResponse stats;
     if (absl::Status s =
@@ -308,7 +307,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   const int64_t length = info->content_length;
   const ServiceLimits& limits = pipeline_->limits();
   auto refuse = [&](int http_status, const absl::Status& status) {
-    pipeline_->metrics().Record(Metrics::Rpc::kHttpModelInfer, status, {}, 0);
+    pipeline_->metrics().Record(infer_rpc_, status, {}, 0);
     RespondError(conn, http_status, status);
   };
   if (length < 0) {
@@ -343,10 +342,12 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
     got += n;
   }
   const absl::string_view body(state.body.get(), static_cast<size_t>(length));
+  int model_index = -1;  // once the model is known, a refusal counts as its failure
   status = [&]() -> absl::Status {
-    const OpRegistry& registry = *pipeline_->executor().info().registry;
+    const OpRegistry& registry = pipeline_->registry();
     auto index = kserve::FindModel(registry, model, version);
     if (!index.ok()) return index.status();
+    model_index = *index;
     state.op_info = &registry.ops()[static_cast<size_t>(*index)];
     auto parts = kserve::SplitBody(
         body, header_length ? std::optional<absl::string_view>(header_length) : std::nullopt);
@@ -380,16 +381,19 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
     state.op = name;
     return absl::OkStatus();
   }();
-  if (!status.ok()) return refuse(HttpStatusOf(status.code()), status);
+  if (!status.ok()) {
+    if (model_index >= 0) pipeline_->RecordModelFailure(model_index, received);
+    return refuse(HttpStatusOf(status.code()), status);
+  }
 
   // This worker thread waits for the executor: the pool bounds the requests it serves.
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  myops::v1::Timing timing;
+  Timing timing;
   pipeline_->ProcessCall(
       &state, received, std::chrono::system_clock::time_point::max(), [] { return false; },
-      [&](absl::Status s, const myops::v1::Timing& t) {
+      [&](absl::Status s, const Timing& t) {
         std::lock_guard<std::mutex> lock(mu);
         status = std::move(s);
         timing = t;
@@ -423,7 +427,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
       }
     }
   }
-  pipeline_->metrics().Record(Metrics::Rpc::kHttpModelInfer, status, timing,
+  pipeline_->metrics().Record(infer_rpc_, status, timing,
                               static_cast<uint64_t>(state.call.input_bytes));
   if (!status.ok()) return RespondError(conn, status);
   if (response.binary.empty()) return Respond(conn, 200, response.json);

@@ -1,7 +1,7 @@
 // The Open Inference Protocol (KServe v2) HTTP/REST front end (--http-address): health,
 // server and model metadata, model configuration and inference with JSON tensors and the
 // binary tensor data extension, over the same pipeline as the gRPC front ends
-// (MyopsService::ProcessCall: admission, memory budget, executor, metrics under the
+// (Pipeline::ProcessCall: admission, memory budget, executor, metrics under the
 // "HttpModelInfer" rpc label). The mapping of operators to models is kserve_codec.h's,
 // the request rules kserve_args.h's, the bodies kserve_json.h's. No torch here.
 //
@@ -49,7 +49,8 @@
 #include "absl/status/statusor.h"
 #include "auth.h"
 #include "http_tls.h"
-#include "service.h"
+#include "metrics.h"
+#include "pipeline/pipeline.h"
 
 struct mg_connection;
 struct mg_context;
@@ -77,7 +78,7 @@ class KServeHttp {
   // Listens on options.address; InvalidArgument for a malformed address, Unimplemented
   // with TLS files, Unavailable naming the reason when it cannot listen.
   static absl::StatusOr<std::unique_ptr<KServeHttp>> Start(const HttpOptions& options,
-                                                           MyopsService* pipeline, BearerAuth auth);
+                                                           Pipeline* pipeline, BearerAuth auth);
   // Stops: no new connections; requests being served finish first.
   ~KServeHttp();
   KServeHttp(const KServeHttp&) = delete;
@@ -89,8 +90,10 @@ class KServeHttp {
   void BeginDrain() { draining_.store(true, std::memory_order_release); }
 
  private:
-  KServeHttp(MyopsService* pipeline, BearerAuth auth)
-      : pipeline_(pipeline), auth_(std::move(auth)) {}
+  KServeHttp(Pipeline* pipeline, BearerAuth auth)
+      : pipeline_(pipeline),
+        auth_(std::move(auth)),
+        infer_rpc_(pipeline->metrics().AddRpc("HttpModelInfer")) {}
   static int BeginRequest(mg_connection* conn);   // civetweb's callback: every request
   static int InitSsl(void* ssl_ctx, void* self);  // civetweb's callback: TLS set-up
   void Serve(mg_connection* conn);
@@ -99,8 +102,9 @@ class KServeHttp {
   void ServeSharedMemory(mg_connection* conn, const std::string& path);
   bool ready() const { return !draining_.load(std::memory_order_acquire); }
 
-  MyopsService* pipeline_;
+  Pipeline* const pipeline_;
   const BearerAuth auth_;
+  Metrics::Rpc* const infer_rpc_;  // this front end's series in the pipeline's metrics
   std::atomic<bool> draining_{false};
   HttpTlsFiles tls_;
   std::string tls_error_;  // what InitSsl failed on, for Start's message

@@ -38,7 +38,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 };
 
 // The request's inputs, parameters and outputs as `op`'s arguments and results.
-absl::Status DecodeForModel(MyopsService* pipeline, const OpInfo& op, KServeCallState* state) {
+absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
   SharedMemoryRegistry* shm = pipeline->shared_memory();
   auto reserve = [pipeline, state](int64_t bytes) {
     return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
@@ -65,8 +65,8 @@ absl::Status DecodeForModel(MyopsService* pipeline, const OpInfo& op, KServeCall
 // much as was received again, and up to 8 times the packed typed contents) and decodes
 // its inputs and parameters into `state`.
 // A request whose inputs do not decode counts as a failure of its model from `received`.
-absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes,
-                   Clock::time_point received, KServeCallState* state) {
+absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::time_point received,
+                   KServeCallState* state) {
   auto typed = wire::CheckInferRequestHead(bytes);
   if (!typed.ok()) return typed.status();
   const auto length = static_cast<int64_t>(bytes.Length());
@@ -78,7 +78,7 @@ absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes,
   if (absl::Status parsed = kserve::ParseInferRequest(bytes, state->request.get()); !parsed.ok()) {
     return parsed;
   }
-  const OpRegistry& registry = *pipeline->executor().info().registry;
+  const OpRegistry& registry = pipeline->registry();
   auto index =
       kserve::FindModel(registry, state->request->model_name(), state->request->model_version());
   if (!index.ok()) return index.status();
@@ -93,17 +93,16 @@ absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes,
 // error_message (with the request's id), and the stream goes on.
 struct StreamInferKind {
   using State = KServeCallState;
-  static constexpr Metrics::Rpc kRpc = Metrics::Rpc::kModelStreamInfer;
-  static absl::Status Parse(MyopsService* pipeline, const grpc::ByteBuffer& bytes, State* state) {
+  static absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, State* state) {
     return server::Parse(pipeline, bytes, Clock::now(), state);
   }
   template <typename Done>
-  static void Process(MyopsService* pipeline, State* state, Clock::time_point received,
+  static void Process(Pipeline* pipeline, State* state, Clock::time_point received,
                       std::chrono::system_clock::time_point deadline,
                       std::function<bool()> is_cancelled, Done done) {
     pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
   }
-  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const myops::v1::Timing&) {
+  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const Timing&) {
     if (absl::Status intact = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
         !intact.ok()) {
       return intact;
@@ -134,8 +133,11 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl:
 
 }  // namespace
 
-KServeService::KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth)
-    : pipeline_(pipeline), executor_(executor), auth_(std::move(auth)) {}
+KServeService::KServeService(Pipeline* pipeline, BearerAuth auth)
+    : pipeline_(pipeline),
+      auth_(std::move(auth)),
+      infer_rpc_(pipeline->metrics().AddRpc("ModelInfer")),
+      stream_infer_rpc_(pipeline->metrics().AddRpc("ModelStreamInfer")) {}
 
 grpc::ServerUnaryReactor* KServeService::ServerLive(grpc::CallbackServerContext* context,
                                                     const inference::ServerLiveRequest*,
@@ -160,7 +162,7 @@ grpc::ServerUnaryReactor* KServeService::ModelReady(grpc::CallbackServerContext*
   // An unknown model is not ready (as Triton answers), not an error.
   response->set_ready(
       ready() &&
-      kserve::FindModel(*executor_->info().registry, request->name(), request->version()).ok());
+      kserve::FindModel(pipeline_->registry(), request->name(), request->version()).ok());
   return Done(context, absl::OkStatus());
 }
 
@@ -183,7 +185,7 @@ grpc::ServerUnaryReactor* KServeService::ModelMetadata(
     grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  const OpRegistry& registry = *executor_->info().registry;
+  const OpRegistry& registry = pipeline_->registry();
   auto index = kserve::FindModel(registry, request->name(), request->version());
   if (!index.ok()) return Done(context, index.status());
   kserve::DescribeModel(registry.ops()[static_cast<size_t>(*index)], response);
@@ -194,7 +196,7 @@ grpc::ServerUnaryReactor* KServeService::ModelConfig(grpc::CallbackServerContext
                                                      const inference::ModelConfigRequest* request,
                                                      inference::ModelConfigResponse* response) {
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  const OpRegistry& registry = *executor_->info().registry;
+  const OpRegistry& registry = pipeline_->registry();
   auto index = kserve::FindModel(registry, request->name(), request->version());
   if (!index.ok()) return Done(context, index.status());
   kserve::DescribeModelConfig(registry.ops()[static_cast<size_t>(*index)],
@@ -212,13 +214,13 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   auto* reactor = new InferReactor();
   KServeCallState& state = reactor->state;
   if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
-    pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, parsed, {}, 0);
+    pipeline_->metrics().Record(infer_rpc_, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
   pipeline_->ProcessCall(
       &state, received, context->deadline(), [context] { return context->IsCancelled(); },
-      [this, reactor, response](absl::Status status, const myops::v1::Timing& timing) {
+      [this, reactor, response](absl::Status status, const Timing& timing) {
         KServeCallState& state = reactor->state;
         if (status.ok()) status = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
         if (status.ok()) {
@@ -230,7 +232,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
             status = encoded.status();
           }
         }
-        pipeline_->metrics().Record(Metrics::Rpc::kModelInfer, status, timing,
+        pipeline_->metrics().Record(infer_rpc_, status, timing,
                                     static_cast<uint64_t>(state.call.input_bytes));
         reactor->Finish(ToGrpcStatus(status));
       });
@@ -242,16 +244,15 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KServeService::Mode
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
     return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
   }
-  return new StreamReactor<StreamInferKind>(pipeline_, context, pipeline_->TryOpenStream());
+  return new StreamReactor<StreamInferKind>(pipeline_, stream_infer_rpc_, context);
 }
 
 grpc::ServerUnaryReactor* KServeService::ModelStatistics(
     grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  return Done(context,
-              kserve::DescribeStatsOf(*executor_->info().registry, pipeline_->model_stats(),
-                                      request->name(), request->version(), response));
+  return Done(context, kserve::DescribeStatsOf(pipeline_->registry(), pipeline_->model_stats(),
+                                               request->name(), request->version(), response));
 }
 
 grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryStatus(

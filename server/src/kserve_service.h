@@ -1,6 +1,6 @@
 // The Open Inference Protocol (KServe v2) gRPC front end: inference.GRPCInferenceService
 // (proto/kserve/v2/grpc_predict_v2.proto) over the same pipeline as myops.v1's generic
-// Call (MyopsService::ProcessCall: admission, memory budget, deadlines, executor,
+// Call (Pipeline::ProcessCall: admission, memory budget, deadlines, executor,
 // metrics). Models are the served operators (kserve_codec.h has the mapping). Protobuf
 // side: no torch here.
 #pragma once
@@ -10,9 +10,10 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "auth.h"
-#include "executor.h"
+#include "grpc_status.h"
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
-#include "service.h"
+#include "metrics.h"
+#include "pipeline/pipeline.h"
 
 namespace myops::server {
 
@@ -43,7 +44,8 @@ class KServeService final
                                                                           GRPCInferenceService::
                                                                               Service>>>>>>>>>>>> {
  public:
-  KServeService(MyopsService* pipeline, const Executor* executor, BearerAuth auth);
+  // Adds its RPCs' series to the pipeline's metrics.
+  KServeService(Pipeline* pipeline, BearerAuth auth);
 
   // From now on ServerReady and ModelReady answer false (the server drains).
   void BeginDrain() { draining_.store(true, std::memory_order_release); }
@@ -72,12 +74,12 @@ class KServeService final
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       grpc::CallbackServerContext* context) override;
   // Statistics of one model, or of every served model when the request names none
-  // (MyopsService::model_stats(): requests of every front end); NOT_FOUND for an unknown
+  // (Pipeline::model_stats(): requests of every front end); NOT_FOUND for an unknown
   // model or version.
   grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
                                             const inference::ModelStatisticsRequest* request,
                                             inference::ModelStatisticsResponse* response) override;
-  // Triton's "system_shared_memory" extension over MyopsService::shared_memory():
+  // Triton's "system_shared_memory" extension over Pipeline::shared_memory():
   // UNIMPLEMENTED when the server does not accept shared memory; otherwise the registry's
   // statuses (shm/shared_memory.h).
   grpc::ServerUnaryReactor* SystemSharedMemoryStatus(
@@ -96,9 +98,10 @@ class KServeService final
  private:
   bool ready() const { return !draining_.load(std::memory_order_acquire); }
 
-  MyopsService* pipeline_;
-  const Executor* executor_;
+  Pipeline* const pipeline_;
   const BearerAuth auth_;
+  Metrics::Rpc* const infer_rpc_;  // this front end's series in the pipeline's metrics
+  Metrics::Rpc* const stream_infer_rpc_;
   std::atomic<bool> draining_{false};
 };
 

@@ -20,9 +20,15 @@
 namespace myops::server {
 namespace {
 
-constexpr const char* kRpcNames[] = {"ScaleShift",    "ScaleShiftStream", "Call",
-                                     "CallStream",    "ModelInfer",       "ModelStreamInfer",
-                                     "HttpModelInfer"};
+// The families of every Metrics, with or without series yet (prometheus-cpp's Collect
+// leaves out families that have none, so AddGauge checks this list instead).
+constexpr const char* kRequests = "myops_requests_total";
+constexpr const char* kOperatorCalls = "myops_operator_calls_total";
+constexpr const char* kDuration = "myops_request_duration_seconds";
+constexpr const char* kStageSeconds = "myops_stage_seconds_total";
+constexpr const char* kTensorBytes = "myops_tensor_bytes_total";
+constexpr const char* kFamilies[] = {kRequests, kOperatorCalls, kDuration, kStageSeconds,
+                                     kTensorBytes};
 constexpr const char* kStageNames[] = {"decode", "queue", "compute", "encode"};
 constexpr const char* kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
@@ -33,6 +39,17 @@ constexpr const char* kCodeNames[] = {
 double Seconds(int64_t ns) { return ns > 0 ? static_cast<double>(ns) * 1e-9 : 0.0; }
 
 }  // namespace
+
+// One RPC's series: its label value, then the children of each family for it.
+class Metrics::Rpc {
+ public:
+  std::string name;
+  // Children of requests_; null until the code is first recorded (OK: set at AddRpc).
+  std::array<std::atomic<prometheus::Counter*>, kCodes> requests{};
+  prometheus::Histogram* duration = nullptr;
+  std::array<prometheus::Counter*, kStages> stage_seconds{};
+  prometheus::Counter* tensor_bytes = nullptr;
+};
 
 // The gauges of AddGauge: one unlabelled series each, its value read at Collect().
 // Thread-safe: the list is guarded by mu_; the read functions are called outside it.
@@ -84,64 +101,71 @@ Metrics::Metrics(int operators)
       op_counters_(std::make_unique<OpCounters[]>(static_cast<size_t>(operators_))),
       gauges_(std::make_shared<GaugeCollectable>()) {
   requests_ = &prometheus::BuildCounter()
-                   .Name("myops_requests_total")
+                   .Name(kRequests)
                    .Help("Finished requests by RPC and gRPC status code.")
                    .Register(*registry_);
   op_calls_ = &prometheus::BuildCounter()
-                   .Name("myops_operator_calls_total")
+                   .Name(kOperatorCalls)
                    .Help(
                        "Finished Call and CallStream requests by served operator and gRPC "
                        "status code (op=\"\" when the request named no served operator).")
                    .Register(*registry_);
-  auto& duration = prometheus::BuildHistogram()
-                       .Name("myops_request_duration_seconds")
+  duration_ = &prometheus::BuildHistogram()
+                   .Name(kDuration)
+                   .Help(
+                       "Server time of successful requests, from receiving the request to "
+                       "the response being ready (Timing.total_ns).")
+                   .Register(*registry_);
+  stage_seconds_ = &prometheus::BuildCounter()
+                        .Name(kStageSeconds)
+                        .Help(
+                            "Summed server time of successful requests per stage of the timing "
+                            "breakdown.")
+                        .Register(*registry_);
+  tensor_bytes_ = &prometheus::BuildCounter()
+                       .Name(kTensorBytes)
                        .Help(
-                           "Server time of successful requests, from receiving the request to "
-                           "the response being ready (Timing.total_ns).")
+                           "Input tensor bytes of successful requests (ScaleShift: the output is "
+                           "the same size; Call: all argument tensors).")
                        .Register(*registry_);
-  auto& stages = prometheus::BuildCounter()
-                     .Name("myops_stage_seconds_total")
-                     .Help(
-                         "Summed server time of successful requests per stage of the timing "
-                         "breakdown.")
-                     .Register(*registry_);
-  auto& bytes = prometheus::BuildCounter()
-                    .Name("myops_tensor_bytes_total")
-                    .Help(
-                        "Input tensor bytes of successful requests (ScaleShift: the output is "
-                        "the same size; Call: all argument tensors).")
-                    .Register(*registry_);
-  const prometheus::Histogram::BucketBoundaries bounds(kBucketSeconds.begin(),
-                                                       kBucketSeconds.end());
-  for (int r = 0; r < kRpcs; ++r) {
-    PerRpc& m = rpcs_[r];
-    m.requests[0].store(&requests_->Add({{"rpc", kRpcNames[r]}, {"code", kCodeNames[0]}}));
-    m.duration = &duration.Add({{"rpc", kRpcNames[r]}}, bounds);
-    for (int s = 0; s < kStages; ++s) {
-      m.stage_seconds[s] = &stages.Add({{"rpc", kRpcNames[r]}, {"stage", kStageNames[s]}});
-    }
-    m.tensor_bytes = &bytes.Add({{"rpc", kRpcNames[r]}});
-  }
 }
 
 Metrics::~Metrics() = default;
 
-void Metrics::Record(Rpc rpc, const absl::Status& status, const myops::v1::Timing& timing,
+Metrics::Rpc* Metrics::AddRpc(const std::string& name) {
+  absl::MutexLock lock(&rpcs_mu_);
+  for (const auto& rpc : rpcs_) {
+    if (rpc->name == name) return rpc.get();
+  }
+  auto rpc = std::make_unique<Rpc>();
+  rpc->name = name;
+  rpc->requests[0].store(&requests_->Add({{"rpc", name}, {"code", kCodeNames[0]}}));
+  const prometheus::Histogram::BucketBoundaries bounds(kBucketSeconds.begin(),
+                                                       kBucketSeconds.end());
+  rpc->duration = &duration_->Add({{"rpc", name}}, bounds);
+  for (int s = 0; s < kStages; ++s) {
+    rpc->stage_seconds[s] = &stage_seconds_->Add({{"rpc", name}, {"stage", kStageNames[s]}});
+  }
+  rpc->tensor_bytes = &tensor_bytes_->Add({{"rpc", name}});
+  rpcs_.push_back(std::move(rpc));
+  return rpcs_.back().get();
+}
+
+void Metrics::Record(Rpc* rpc, const absl::Status& status, const Timing& timing,
                      uint64_t tensor_bytes) {
-  PerRpc& m = rpcs_[static_cast<int>(rpc)];
+  Rpc& m = *rpc;
   const int raw_code = static_cast<int>(status.code());
   const int code = raw_code >= 0 && raw_code < kCodes ? raw_code : 2;  // UNKNOWN
   prometheus::Counter* requests = m.requests[code].load(std::memory_order_acquire);
   if (requests == nullptr) {  // First time this code is seen: Add is locked and idempotent.
-    requests =
-        &requests_->Add({{"rpc", kRpcNames[static_cast<int>(rpc)]}, {"code", kCodeNames[code]}});
+    requests = &requests_->Add({{"rpc", m.name}, {"code", kCodeNames[code]}});
     m.requests[code].store(requests, std::memory_order_release);
   }
   requests->Increment();
   if (!status.ok()) return;
-  m.duration->Observe(Seconds(timing.total_ns()));
-  const int64_t stages[kStages] = {timing.decode_ns(), timing.queue_ns(), timing.compute_ns(),
-                                   timing.encode_ns()};
+  m.duration->Observe(Seconds(timing.total_ns));
+  const int64_t stages[kStages] = {timing.decode_ns, timing.queue_ns, timing.compute_ns,
+                                   timing.encode_ns};
   for (int s = 0; s < kStages; ++s) m.stage_seconds[s]->Increment(Seconds(stages[s]));
   m.tensor_bytes->Increment(static_cast<double>(tensor_bytes));
 }
@@ -171,8 +195,8 @@ absl::Status Metrics::AddGauge(std::string name, std::string help, std::function
     return absl::InvalidArgumentError(absl::StrCat("gauge \"", name, "\" has no read function"));
   }
   const auto exists = [&name] { return absl::StrCat("metric \"", name, "\" already exists"); };
-  for (const auto& family : registry_->Collect()) {  // Fixed at construction.
-    if (family.name == name) return absl::AlreadyExistsError(exists());
+  for (const char* family : kFamilies) {
+    if (name == family) return absl::AlreadyExistsError(exists());
   }
   std::string message = exists();
   if (!gauges_->Add({std::move(name), std::move(help), std::move(read)})) {

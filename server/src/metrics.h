@@ -1,8 +1,8 @@
 // Request metrics of myops-server, kept in prometheus-cpp counters and histograms:
-// requests by RPC and status code, the server-side latency of successful requests as a
-// histogram, the sums of the timing breakdown's stages, tensor bytes; plus gauges that
-// other parts of the server read at scrape time (AddGauge). Served over HTTP by
-// MetricsEndpoint (metrics_endpoint.h) when enabled.
+// requests by RPC (each front end registers its own at start-up) and status code, the server-side
+// latency of successful requests as a histogram, the sums of the timing breakdown's stages, tensor
+// bytes; plus gauges that other parts of the server read at scrape time (AddGauge). Served over
+// HTTP by MetricsEndpoint (metrics_endpoint.h) when enabled.
 #pragma once
 
 #include <array>
@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "myops/v1/myops.pb.h"
+#include "absl/synchronization/mutex.h"
+#include "pipeline/timing.h"
 
 namespace prometheus {
 class Collectable;
@@ -31,22 +33,16 @@ class GaugeCollectable;  // metrics.cc
 
 // Thread-safe. Record may run on any thread: it adds to prometheus-cpp counters (atomic)
 // and observes a histogram (a short per-RPC mutex inside prometheus-cpp); every series
-// is looked up once, at construction, except a status code's counter, which is created
-// the first time that code is recorded (codes never seen are not exposed). AddGauge and
-// Render may run on any thread at any time. Scrapes (Render, the endpoint) read each
-// value atomically, with no snapshot across values, as Prometheus clients do.
+// is looked up once, when its RPC is added, except a status code's counter, which is
+// created the first time that code is recorded (codes never seen are not exposed).
+// AddRpc, AddGauge and Render may run on any thread at any time. Scrapes (Render, the
+// endpoint) read each value atomically, with no snapshot across values, as Prometheus
+// clients do.
 class Metrics {
  public:
-  enum class Rpc {
-    kScaleShift = 0,
-    kScaleShiftStream = 1,
-    kCall = 2,
-    kCallStream = 3,
-    kModelInfer = 4,  // inference.GRPCInferenceService (kserve_service.h)
-    kModelStreamInfer = 5,
-    kHttpModelInfer = 6,  // POST /v2/models/{model}/infer (kserve_http.h)
-  };
-  static constexpr int kRpcs = 7;
+  // One RPC's series, as a front end names it (label rpc="..."): the handle that Record
+  // takes. Owned by its Metrics, valid as long as it.
+  class Rpc;
 
   // `operators`: how many ops the registry holds (RecordOperator's indices).
   explicit Metrics(int operators = 0);
@@ -54,10 +50,14 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  // One finished request. `timing` and `tensor_bytes` (the input tensor's size) count
-  // only when `status` is OK.
-  void Record(Rpc rpc, const absl::Status& status, const myops::v1::Timing& timing,
-              uint64_t tensor_bytes);
+  // The series of the RPC `name` (a front end's, e.g. "ModelInfer"), added the first time
+  // it is named. Front ends add theirs at start-up, so that every series is exposed (at
+  // zero) before the first request.
+  Rpc* AddRpc(const std::string& name);
+
+  // One finished request of `rpc` (from AddRpc). `timing` and `tensor_bytes` (the input
+  // tensor's size) count only when `status` is OK.
+  void Record(Rpc* rpc, const absl::Status& status, const Timing& timing, uint64_t tensor_bytes);
 
   // One finished generic call of the registry's op number `op`, named `name` (op -1, name
   // "": it named no served operator; only the registry's names may become label values,
@@ -89,18 +89,14 @@ class Metrics {
   static constexpr int kCodes = 17;  // gRPC status codes 0..16
   static constexpr int kStages = 4;  // decode, queue, compute, encode
 
-  struct PerRpc {
-    // Children of requests_; null until the code is first recorded (OK: set at start).
-    std::array<std::atomic<prometheus::Counter*>, kCodes> requests{};
-    prometheus::Histogram* duration = nullptr;
-    std::array<prometheus::Counter*, kStages> stage_seconds{};
-    prometheus::Counter* tensor_bytes = nullptr;
-  };
-
   std::shared_ptr<prometheus::Registry> registry_;  // Owns every family and child below.
   prometheus::Family<prometheus::Counter>* requests_ = nullptr;
   prometheus::Family<prometheus::Counter>* op_calls_ = nullptr;
-  std::array<PerRpc, kRpcs> rpcs_;
+  prometheus::Family<prometheus::Histogram>* duration_ = nullptr;
+  prometheus::Family<prometheus::Counter>* stage_seconds_ = nullptr;
+  prometheus::Family<prometheus::Counter>* tensor_bytes_ = nullptr;
+  absl::Mutex rpcs_mu_;
+  std::vector<std::unique_ptr<Rpc>> rpcs_ ABSL_GUARDED_BY(rpcs_mu_);  // never shrinks
   // op_calls_' children per op and code, null until first recorded.
   using OpCounters = std::array<std::atomic<prometheus::Counter*>, kCodes>;
   const int operators_;

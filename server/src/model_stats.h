@@ -1,7 +1,7 @@
 // Per-model inference statistics: what Triton's "statistics" extension of the Open
 // Inference Protocol reports (gRPC ModelStatistics, REST /v2/models/stats), kept per
 // served operator (a model is a served op, kserve_codec.h). Protocol-neutral: neither
-// torch nor protobuf; the pipeline (MyopsService) records every finished request of a
+// torch nor protobuf; the pipeline (pipeline/pipeline.h) records every finished request of a
 // known op, whichever front end carried it, and front ends render Read()'s snapshots.
 #pragma once
 

@@ -105,9 +105,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (options.shared_memory.allow) {
     s->shared_memory_ = std::make_unique<SharedMemoryRegistry>(options.shared_memory.limits);
   }
-  s->service_ = std::make_unique<MyopsService>(s->executor_.get(), options.limits, auth,
-                                               s->shared_memory_.get());
-  s->kserve_ = std::make_unique<KServeService>(s->service_.get(), s->executor_.get(), auth);
+  s->pipeline_ =
+      std::make_unique<Pipeline>(s->executor_.get(), options.limits, s->shared_memory_.get());
+  s->service_ = std::make_unique<MyopsService>(s->pipeline_.get(), auth);
+  s->kserve_ = std::make_unique<KServeService>(s->pipeline_.get(), auth);
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -149,7 +150,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // Sized so that one message of the largest size can still arrive (and be refused with
   // a precise status) when the budget is full: below that, gRPC resets streams itself.
   grpc::ResourceQuota quota("myops-server");
-  quota.Resize(static_cast<size_t>(s->service_->budget().limit() +
+  quota.Resize(static_cast<size_t>(s->pipeline_->budget().limit() +
                                    options.limits.max_message_bytes + kMaxResponseOverheadBytes));
   builder.SetResourceQuota(quota);
   builder.RegisterService(s->service_.get());
@@ -179,7 +180,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!options.http_address.empty()) {
     HttpOptions http{options.http_address,
                      {options.tls.cert_file, options.tls.key_file, options.tls.client_ca_file}};
-    auto started = KServeHttp::Start(http, s->service_.get(), auth);
+    auto started = KServeHttp::Start(http, s->pipeline_.get(), auth);
     if (!started.ok()) {
       s->Shutdown(std::chrono::milliseconds(0));
       return started.status();
@@ -187,7 +188,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     s->http_ = std::move(*started);
   }
   if (!options.metrics_address.empty()) {
-    auto metrics = MetricsEndpoint::Start(options.metrics_address, s->service_->metrics());
+    auto metrics = MetricsEndpoint::Start(options.metrics_address, s->pipeline_->metrics());
     if (!metrics.ok()) {
       s->Shutdown(std::chrono::milliseconds(0));
       return metrics.status();
@@ -237,7 +238,7 @@ std::string Server::Describe() const {
       options_.replica_name.empty() ? "" : absl::StrCat(" | replica ", options_.replica_name),
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
-      " max_inflight_bytes=", service_->budget().limit(), " max_streams=", limits.max_streams,
+      " max_inflight_bytes=", pipeline_->budget().limit(), " max_streams=", limits.max_streams,
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
       http_ ? " | http on " + bound(options_.http_address, http_->port()) +

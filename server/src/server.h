@@ -12,6 +12,7 @@
 #include "kserve_http.h"
 #include "kserve_service.h"
 #include "metrics_endpoint.h"
+#include "pipeline/pipeline.h"
 #include "service.h"
 
 namespace grpc {
@@ -75,8 +76,8 @@ class Server {
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }  // 0: off
   int health_port() const { return health_port_; }                      // 0: off
   int http_port() const { return http_ ? http_->port() : 0; }           // 0: off
-  // The service, for its metrics and memory budget (thread-safe reads).
-  const MyopsService& service() const { return *service_; }
+  // The pipeline, for its metrics and memory budget (thread-safe reads).
+  const Pipeline& pipeline() const { return *pipeline_; }
   // One line: address, devices, versions, limits, workers.
   std::string Describe() const;
 
@@ -98,11 +99,13 @@ class Server {
   // Registered regions (null: shared memory off); outlives the services using it, and
   // unmaps every region when the server is destroyed.
   std::unique_ptr<SharedMemoryRegistry> shared_memory_;
-  std::unique_ptr<MyopsService> service_;
-  std::unique_ptr<KServeService> kserve_;  // inference.GRPCInferenceService over service_
+  // What every front end's requests go through; outlives the front ends.
+  std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<MyopsService> service_;  // myops.v1.Myops over pipeline_
+  std::unique_ptr<KServeService> kserve_;  // inference.GRPCInferenceService over pipeline_
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<KServeHttp> http_;             // REST over service_; stopped before the executor.
-  std::unique_ptr<MetricsEndpoint> metrics_;     // Reads service_; serves until Shutdown ends.
+  std::unique_ptr<KServeHttp> http_;          // REST over pipeline_; stopped before the executor.
+  std::unique_ptr<MetricsEndpoint> metrics_;  // Reads pipeline_; serves until Shutdown ends.
   std::unique_ptr<grpc::Server> health_server_;  // Only grpc.health.v1, plaintext.
   int health_port_ = 0;
   int port_ = 0;

@@ -18,7 +18,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codec.h"
-#include "service.h"
+#include "metrics.h"
+#include "pipeline/pipeline.h"
 
 namespace myops::server {
 
@@ -31,13 +32,13 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 
 // One bidirectional stream: reads requests as they come (pipelining), processes each,
 // and writes responses in completion order, one write at a time. Deletes itself in
-// OnDone. Guarded by mu_: everything below it but service_, context_, admitted_ and
+// OnDone. Guarded by mu_: everything below it but pipeline_, rpc_, context_, admitted_ and
 // read_buffer_ (which only the one read in progress touches).
 //
 // `Kind` is the RPC's request type and steps (ScaleShiftStream in service.cc, CallStream
-// in call_service.cc): `State` (one request's state, default-constructible), `kRpc`,
-// `static absl::Status Parse(MyopsService*, const grpc::ByteBuffer&, State*)`,
-// `static void Process(MyopsService*, State*, received, deadline, is_cancelled, done)`,
+// in call_service.cc): `State` (one request's state, default-constructible),
+// `static absl::Status Parse(Pipeline*, const grpc::ByteBuffer&, State*)`,
+// `static void Process(Pipeline*, State*, received, deadline, is_cancelled, done)`,
 // `static absl::StatusOr<grpc::ByteBuffer> Encode(const State&, const Timing&)` (or a
 // StatusOr<std::vector<grpc::ByteBuffer>>: a response of several messages, written back
 // to back), `static uint64_t RequestId(const State&)`, `static uint64_t InputBytes(const
@@ -45,8 +46,8 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 // kserve_service.cc) has `static grpc::ByteBuffer EncodeError(const State&, const
 // absl::Status&)` instead of RequestId. A Kind whose requests may come in several
 // messages (CallStream's chunked tensors) has a per-stream `Assembly` (made by `static
-// Assembly MakeAssembly(MyopsService*)`, used by the one read in progress) and, instead
-// of Parse, `static bool Receive(MyopsService*, const grpc::ByteBuffer&, Assembly*,
+// Assembly MakeAssembly(Pipeline*)`, used by the one read in progress) and, instead
+// of Parse, `static bool Receive(Pipeline*, const grpc::ByteBuffer&, Assembly*,
 // State*, absl::Status* parsed)`, false when the message completed no request, and
 // `static bool TakeUnfinished(Assembly*, State*, absl::Status*)`, which the reactor calls
 // once the client has closed its side to answer each request left incomplete.
@@ -63,23 +64,26 @@ template <typename Kind, typename = void>
 struct AssemblyOf {
   using type = NoAssembly;
   static constexpr bool kPresent = false;
-  static NoAssembly Make(MyopsService*) { return {}; }
+  static NoAssembly Make(Pipeline*) { return {}; }
 };
 template <typename Kind>
 struct AssemblyOf<Kind, std::void_t<typename Kind::Assembly>> {
   using type = typename Kind::Assembly;
   static constexpr bool kPresent = true;
-  static type Make(MyopsService* service) { return Kind::MakeAssembly(service); }
+  static type Make(Pipeline* service) { return Kind::MakeAssembly(service); }
 };
 
 template <typename Kind>
 class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  StreamReactor(MyopsService* service, grpc::CallbackServerContext* context, bool admitted)
-      : service_(service),
+  // Takes one of `pipeline`'s open-stream slots (RESOURCE_EXHAUSTED when none is free);
+  // records each request in `rpc`'s metrics.
+  StreamReactor(Pipeline* pipeline, Metrics::Rpc* rpc, grpc::CallbackServerContext* context)
+      : pipeline_(pipeline),
+        rpc_(rpc),
         context_(context),
-        admitted_(admitted),
-        assembly_(AssemblyOf<Kind>::Make(service)) {
+        admitted_(pipeline->TryOpenStream()),
+        assembly_(AssemblyOf<Kind>::Make(pipeline)) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!admitted_) {
       finished_ = true;
@@ -99,9 +103,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     absl::Status parsed;
     bool answer = true;
     if constexpr (AssemblyOf<Kind>::kPresent) {
-      answer = Kind::Receive(service_, read_buffer_, &assembly_, &item->state, &parsed);
+      answer = Kind::Receive(pipeline_, read_buffer_, &assembly_, &item->state, &parsed);
     } else {
-      parsed = Kind::Parse(service_, read_buffer_, &item->state);
+      parsed = Kind::Parse(pipeline_, read_buffer_, &item->state);
     }
     item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
     read_buffer_.Clear();
@@ -121,9 +125,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
     if (!parsed.ok()) return Complete(raw, parsed, {});
     Kind::Process(
-        service_, &raw->state, received, context_->deadline(),
+        pipeline_, &raw->state, received, context_->deadline(),
         [ctx = context_] { return ctx->IsCancelled(); },
-        [this, raw](absl::Status status, const myops::v1::Timing& timing) {
+        [this, raw](absl::Status status, const Timing& timing) {
           Complete(raw, std::move(status), timing);
         });
   }
@@ -148,7 +152,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnDone() override {
-    if (admitted_) service_->CloseStream();
+    if (admitted_) pipeline_->CloseStream();
     delete this;
   }
 
@@ -183,8 +187,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   // Encodes `raw`'s response and queues it for writing.
-  void Complete(Item* raw, absl::Status status, const myops::v1::Timing& timing) {
-    service_->metrics().Record(Kind::kRpc, status, timing, Kind::InputBytes(raw->state));
+  void Complete(Item* raw, absl::Status status, const Timing& timing) {
+    pipeline_->metrics().Record(rpc_, status, timing, Kind::InputBytes(raw->state));
     if (status.ok()) {
       auto encoded = Kind::Encode(raw->state, timing);
       if (!encoded.ok()) {
@@ -228,7 +232,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
   }
 
-  MyopsService* const service_;
+  Pipeline* const pipeline_;
+  Metrics::Rpc* const rpc_;
   grpc::CallbackServerContext* const context_;
   const bool admitted_;  // holds one of the service's open-stream slots
   grpc::ByteBuffer read_buffer_;

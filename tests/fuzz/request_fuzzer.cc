@@ -22,8 +22,8 @@ namespace {
 using myops::fuzz::Fail;
 
 void CheckResponse(const myops::v1::ScaleShiftRequest& request, const std::string& data) {
-  myops::v1::Timing timing;
-  timing.set_device("cpu");
+  myops::server::Timing timing;
+  timing.device = "cpu";
   const grpc::ByteBuffer encoded =
       myops::server::EncodeResponse(request, grpc::Slice(data), timing);
   myops::v1::ScaleShiftResponse response;

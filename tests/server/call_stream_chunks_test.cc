@@ -43,7 +43,7 @@ class CallStreamChunksTest : public ::testing::Test {
     t_ = testing::StartServer(options);
     ASSERT_TRUE(t_.server);
   }
-  int64_t Held() const { return t_.server->service().budget().held(); }
+  int64_t Held() const { return t_.server->pipeline().budget().held(); }
   // Polls until the budget is idle (released in OnDone, after the client sees the end).
   void ExpectIdle() {
     for (int i = 0; i < 200 && Held() != 0; ++i) {

@@ -196,8 +196,8 @@ TEST(CodecTest, HandEncodedStreamResponsesParse) {
   *request.mutable_input() = MakeTensor(1, {3}, 12);
   request.set_request_id(9);
   grpc::Slice output(std::string("abcdefghijkl"));
-  myops::v1::Timing timing;
-  timing.set_device("cpu");
+  Timing timing;
+  timing.device = "cpu";
   for (const grpc::ByteBuffer& encoded :
        {EncodeStreamResponse(request, output, timing),
         EncodeStreamError(9, absl::InvalidArgumentError("bad input"))}) {
@@ -219,12 +219,12 @@ TEST(CodecTest, HandEncodedStreamResponsesParse) {
   // The overhead bound the server's send limit relies on.
   request.set_alpha(0);
   request.clear_device();
-  timing.set_decode_ns(INT64_MAX);
-  timing.set_queue_ns(INT64_MAX);
-  timing.set_compute_ns(INT64_MAX);
-  timing.set_encode_ns(INT64_MAX);
-  timing.set_total_ns(INT64_MAX);
-  timing.set_device("cuda:2147483647");
+  timing.decode_ns = INT64_MAX;
+  timing.queue_ns = INT64_MAX;
+  timing.compute_ns = INT64_MAX;
+  timing.encode_ns = INT64_MAX;
+  timing.total_ns = INT64_MAX;
+  timing.device = "cuda:2147483647";
   request.set_request_id(UINT64_MAX);
   const size_t request_size = request.ByteSizeLong();
   EXPECT_LE(static_cast<int64_t>(EncodeStreamResponse(request, output, timing).Length()),
@@ -258,9 +258,9 @@ TEST(CodecTest, HandEncodedResponseParsesAsAScaleShiftResponse) {
     ASSERT_EQ(slice.size(), static_cast<size_t>(numel * 4));
     for (int64_t i = 0; i < out.bytes; ++i)
       static_cast<char*>(out.data)[i] = static_cast<char>(i % 251);
-    myops::v1::Timing timing;
-    timing.set_total_ns(123);
-    timing.set_device("cpu");
+    Timing timing;
+    timing.total_ns = 123;
+    timing.device = "cpu";
     grpc::ByteBuffer encoded = EncodeResponse(request, slice, timing);
 
     myops::v1::ScaleShiftResponse parsed;
@@ -373,7 +373,7 @@ TEST(CodecTest, EveryDTypeRoundTrips) {
     ASSERT_EQ(out.dtype, info.dtype);
     ASSERT_EQ(out.bytes, bytes);
     std::memcpy(out.data, input->data, static_cast<size_t>(bytes));
-    grpc::ByteBuffer encoded = EncodeResponse(request, slice, myops::v1::Timing());
+    grpc::ByteBuffer encoded = EncodeResponse(request, slice, Timing());
     myops::v1::ScaleShiftResponse parsed;
     grpc::ProtoBufferReader reader(&encoded);
     ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader));

@@ -44,22 +44,24 @@ std::map<std::string, double> Samples(const std::string& text) {
   return samples;
 }
 
-myops::v1::Timing TimingOf(int64_t total_ns) {
-  myops::v1::Timing t;
-  t.set_decode_ns(10);
-  t.set_queue_ns(20);
-  t.set_compute_ns(30);
-  t.set_encode_ns(40);
-  t.set_total_ns(total_ns);
+Timing TimingOf(int64_t total_ns) {
+  Timing t;
+  t.decode_ns = 10;
+  t.queue_ns = 20;
+  t.compute_ns = 30;
+  t.encode_ns = 40;
+  t.total_ns = total_ns;
   return t;
 }
 
 TEST(MetricsTest, CountsRequestsLatencyStagesAndBytes) {
   Metrics m;
-  m.Record(Metrics::Rpc::kScaleShift, absl::OkStatus(), TimingOf(300'000), 1024);  // 0.3 ms
-  m.Record(Metrics::Rpc::kScaleShift, absl::OkStatus(), TimingOf(20'000'000), 4);  // 20 ms
-  m.Record(Metrics::Rpc::kScaleShift, absl::InvalidArgumentError("bad"), TimingOf(5), 99);
-  m.Record(Metrics::Rpc::kScaleShiftStream, absl::UnavailableError("x"), {}, 0);
+  Metrics::Rpc* unary = m.AddRpc("ScaleShift");
+  Metrics::Rpc* stream = m.AddRpc("ScaleShiftStream");
+  m.Record(unary, absl::OkStatus(), TimingOf(300'000), 1024);  // 0.3 ms
+  m.Record(unary, absl::OkStatus(), TimingOf(20'000'000), 4);  // 20 ms
+  m.Record(unary, absl::InvalidArgumentError("bad"), TimingOf(5), 99);
+  m.Record(stream, absl::UnavailableError("x"), {}, 0);
   const std::string text = m.Render();
   for (const char* type : {"# TYPE myops_requests_total counter\n",
                            "# TYPE myops_request_duration_seconds histogram\n",
@@ -94,6 +96,23 @@ TEST(MetricsTest, CountsRequestsLatencyStagesAndBytes) {
   }
   EXPECT_FALSE(Contains(text, "code=\"NOT_FOUND\"")) << "codes never seen are left out";
   EXPECT_FALSE(Contains(text, "myops_inflight_requests")) << "the service adds that gauge";
+}
+
+TEST(MetricsTest, AnRpcIsExposedFromWhenItIsAddedAndNamedOnce) {
+  Metrics m;
+  EXPECT_FALSE(Contains(m.Render(), "rpc=\"ModelInfer\"")) << "no front end added it yet";
+  Metrics::Rpc* infer = m.AddRpc("ModelInfer");
+  EXPECT_EQ(m.AddRpc("ModelInfer"), infer) << "one series per name";
+  EXPECT_NE(m.AddRpc("HttpModelInfer"), infer);
+  std::map<std::string, double> samples = Samples(m.Render());
+  EXPECT_EQ(samples.count(R"(myops_requests_total{code="OK",rpc="ModelInfer"})"), 1u);
+  EXPECT_EQ(samples.count(R"(myops_request_duration_seconds_count{rpc="HttpModelInfer"})"), 1u);
+  m.Record(infer, absl::OkStatus(), TimingOf(1000), 16);
+  m.Record(m.AddRpc("ModelInfer"), absl::OkStatus(), TimingOf(1000), 16);
+  samples = Samples(m.Render());
+  EXPECT_EQ(samples[R"(myops_requests_total{code="OK",rpc="ModelInfer"})"], 2);
+  EXPECT_EQ(samples[R"(myops_tensor_bytes_total{rpc="ModelInfer"})"], 32);
+  EXPECT_EQ(samples[R"(myops_tensor_bytes_total{rpc="HttpModelInfer"})"], 0);
 }
 
 TEST(MetricsTest, GaugesAreReadAtEachScrape) {
@@ -156,7 +175,7 @@ bool StartsWith(const std::string& text, const std::string& prefix) {
 
 TEST(MetricsEndpointTest, ServesGetMetricsAndHttpErrors) {
   Metrics metrics;
-  metrics.Record(Metrics::Rpc::kScaleShift, absl::OkStatus(), TimingOf(1000), 8);
+  metrics.Record(metrics.AddRpc("ScaleShift"), absl::OkStatus(), TimingOf(1000), 8);
   auto endpoint = MetricsEndpoint::Start("127.0.0.1:0", metrics);
   ASSERT_TRUE(endpoint.ok()) << endpoint.status();
   const int port = (*endpoint)->port();
@@ -277,7 +296,7 @@ TEST(MetricsServerTest, ServerCountsItsRequests) {
   EXPECT_EQ(samples.count("myops_inflight_requests"), 1u) << text;
   EXPECT_EQ(samples["myops_inflight_requests"], 0);
   EXPECT_EQ(samples["myops_memory_budget_bytes"],
-            static_cast<double>(t.server->service().budget().limit()));
+            static_cast<double>(t.server->pipeline().budget().limit()));
   EXPECT_EQ(samples.count("myops_memory_held_bytes"), 1u) << text;
   EXPECT_EQ(samples.count("myops_open_streams"), 1u) << text;
 }

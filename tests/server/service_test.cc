@@ -240,10 +240,10 @@ TEST(ServiceTest, ClientCancellationReachesTheExecutor) {
 // Waits (bounded) until `server` holds no budget: reservations are released when gRPC is
 // done with each call, a moment after the client has its response.
 int64_t HeldWhenSettled(const Server& server) {
-  for (int i = 0; i < 1000 && server.service().budget().held() != 0; ++i) {
+  for (int i = 0; i < 1000 && server.pipeline().budget().held() != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return server.service().budget().held();
+  return server.pipeline().budget().held();
 }
 
 TEST(MemoryBudgetTest, ReservesAllOrNothingAndReleasesOnce) {
@@ -290,7 +290,7 @@ TEST(ServiceTest, RequestsBeyondTheMemoryBudgetGetResourceExhausted) {
   GatedExecutor* g = gate.get();
   auto t = testing::StartServer(options, std::move(gate));
   ASSERT_TRUE(t.server);
-  EXPECT_EQ(t.server->service().budget().limit(), 256 << 10);
+  EXPECT_EQ(t.server->pipeline().budget().limit(), 256 << 10);
 
   // 40 KiB in, 40 KiB out (more when gathered from slices): at most 3 fit.
   std::vector<std::unique_ptr<AsyncCall>> held;
@@ -312,7 +312,7 @@ TEST(ServiceTest, RequestsBeyondTheMemoryBudgetGetResourceExhausted) {
     if (call->done) {
       over = call->status;
     } else {
-      EXPECT_LE(t.server->service().budget().held(), 256 << 10);
+      EXPECT_LE(t.server->pipeline().budget().held(), 256 << 10);
       held.push_back(std::move(call));
     }
   }
@@ -379,12 +379,12 @@ TEST(ServiceTest, AStreamThatIsNeverReadStopsReadingAndReleasesEverything) {
     const int64_t now = g->SubmittedCount();
     quiet = now == seen ? quiet + 1 : 0;
     seen = now;
-    EXPECT_LE(t.server->service().budget().held(), 8 << 20);
+    EXPECT_LE(t.server->pipeline().budget().held(), 8 << 20);
   }
   EXPECT_LE(seen, 33);  // 32 outstanding, plus the one a read may have in progress
   EXPECT_GT(seen, 0);
-  EXPECT_LT(written.load(), 200);                     // The client is pushed back on.
-  EXPECT_GT(t.server->service().budget().held(), 0);  // Unsent responses are counted.
+  EXPECT_LT(written.load(), 200);                      // The client is pushed back on.
+  EXPECT_GT(t.server->pipeline().budget().held(), 0);  // Unsent responses are counted.
   ctx.TryCancel();
   writer.join();
   stream->Finish();

@@ -123,6 +123,42 @@ def test_failures_count_apart(server, client):
     assert end.queue.count == start.queue.count
 
 
+def test_rest_failures_count_as_on_grpc(server, client):
+    """A REST request refused once its model is known (inputs that do not decode, a body
+    that is not JSON, a missing argument) is a failure of that model, as on gRPC."""
+    import tritonclient.http as httpclient
+    import urllib.request
+    rest = httpclient.InferenceServerClient(server.http_address)
+    try:
+        start = stats_of(client, ADD3).inference_stats
+        a = np.ones(3, dtype=np.float32)
+
+        def http_tensor(name, array, datatype):
+            t = httpclient.InferInput(name, list(array.shape), datatype)
+            t.set_data_from_numpy(array, binary_data=False)
+            return t
+
+        with pytest.raises(InferenceServerException):  # an input that does not decode
+            rest.infer(ADD3, [http_tensor("a", a, "FP32"), http_tensor("b", a, "FP32"),
+                              http_tensor("alpha", np.array([True]), "BOOL")])
+        with pytest.raises(InferenceServerException):  # missing argument
+            rest.infer(ADD3, [http_tensor("a", a, "FP32")])
+        request = urllib.request.Request(  # a body that is not JSON
+            f"http://{server.http_address}/v2/models/{ADD3}/infer", data=b"{not json",
+            headers={"Content-Type": "application/json"}, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(request, timeout=30)
+        assert raised.value.code == 400
+        with pytest.raises(InferenceServerException):  # not a model: counts for none
+            rest.infer("myops_test::nope", [http_tensor("a", a, "FP32")])
+        end = stats_of(client, ADD3).inference_stats
+        assert end.fail.count - start.fail.count == 3
+        assert end.fail.ns > start.fail.ns
+        assert end.success.count == start.success.count
+    finally:
+        rest.close()
+
+
 def test_all_models_when_none_is_named(client):
     models = {s.name: s for s in client.get_inference_statistics("").model_stats}
     assert SCALE_SHIFT in models and ADD3 in models and "myops_test::chunks" in models

@@ -1,0 +1,174 @@
+// The pipeline: what every front end's requests go through, whichever protocol carried
+// them. Admission (in-flight slots), the memory budget, deadlines and timeouts, the one
+// device choice, submission to the executor, per-model statistics and metrics. A front
+// end parses its messages into a CallState (op, argument values, device, deadline) and
+// encodes the results and the protocol-neutral Timing it gets back. No protobuf, no gRPC.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "executor.h"
+#include "memory_budget.h"
+#include "metrics.h"
+#include "model_stats.h"
+#include "pipeline/timing.h"
+#include "runtime/value.h"
+#include "shm/shared_memory.h"
+#include "tensor_view.h"
+
+namespace myops::server {
+
+struct ServiceLimits {
+  TensorLimits tensor;
+  int64_t max_message_bytes = int64_t{256} << 20;
+  int64_t max_inflight = 64;  // requests admitted at once (unary + stream items)
+  // The memory budget (memory_budget.h): bytes held for requests at once, inputs and
+  // outputs, including computed stream responses not yet written. 0: the default,
+  // DefaultMemoryBudgetBytes().
+  int64_t max_inflight_bytes = 0;
+  // Streaming RPCs open at once, of every front end (ScaleShiftStream, CallStream,
+  // ModelStreamInfer); more: RESOURCE_EXHAUSTED.
+  int64_t max_streams = 1024;
+  int64_t max_concurrent_streams = 256;  // HTTP/2 streams (RPCs) per connection, gRPC's limit
+};
+
+// Counts what is open at once against a limit (requests, streams); lock-free and
+// thread-safe.
+class InflightLimiter {
+ public:
+  explicit InflightLimiter(int64_t limit) : limit_(limit) {}
+  bool TryAcquire() {
+    if (count_.fetch_add(1, std::memory_order_acq_rel) < limit_) return true;
+    count_.fetch_sub(1, std::memory_order_acq_rel);
+    return false;
+  }
+  void Release() { count_.fetch_sub(1, std::memory_order_acq_rel); }
+  int64_t current() const { return count_.load(std::memory_order_relaxed); }
+  int64_t limit() const { return limit_; }
+
+ private:
+  const int64_t limit_;
+  std::atomic<int64_t> count_{0};
+};
+
+// One generic call on its way through the pipeline, protocol-neutral: the operator's
+// name, the arguments as values (views into the front end's message, which its derived
+// state owns), the requested device; then the call bound to the op's schema (results kept
+// alive by the call), and the budget held for the request and its results. Owned by its
+// front end's call (a reactor, an HTTP worker) until the response has been written.
+struct CallState {
+  std::string op;      // "namespace::name[.overload]", as the client named it
+  std::string device;  // "", "cpu", "cuda", "cuda:N" (ParseDeviceRequest)
+  std::vector<NamedValue> args;
+  OpCall call;
+  BudgetReservation request_reservation;
+  BudgetReservation result_reservation;
+  int64_t received_bytes = 0;
+  // The front end's own limit on the request, from its receipt (KServe's "timeout"
+  // parameter), on top of the RPC's deadline; 0: none.
+  int64_t timeout_us = 0;
+  // Whether the front end sends results in pieces (CallStream's chunked results): they
+  // may then exceed max_message_bytes, the memory budget still bounding them.
+  bool chunked_results = false;
+};
+
+// Thread-safe; borrows `executor` and `shared_memory`, which must outlive it and every
+// front end using it. Whatever serves metrics() must stop before it is destroyed.
+class Pipeline {
+ public:
+  // `shared_memory`: the registered regions requests may name; null when the server does
+  // not accept shared memory.
+  Pipeline(Executor* executor, const ServiceLimits& limits,
+           SharedMemoryRegistry* shared_memory = nullptr);
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // How a request ends: its final status and (on success) its timing. Called exactly once.
+  using Done = std::function<void(absl::Status, const Timing&)>;
+
+  // A generic call's steps. First, before the request is parsed, reserves the memory
+  // budget for `bytes` received bytes (as received and as parsed)...
+  absl::Status ReserveCallRequest(int64_t bytes, CallState* state) {
+    return ReserveCallRequest(bytes, 2 * bytes, state);
+  }
+  // (or `held` bytes for `bytes` received, where the front end's parsing holds more)...
+  absl::Status ReserveCallRequest(int64_t bytes, int64_t held, CallState* state);
+  // ...then, once the front end has filled op, device and args: resolves the op, admits,
+  // binds the arguments, picks a device with a kernel and submits; on success also
+  // reserves the result tensors' bytes. Calls `done` once, after the in-flight slot is
+  // released; the budget stays reserved in `state` until its owner drops it. The timing
+  // counts from `received` (when the front end got the request's bytes). Records the
+  // request in model_stats() once the op is resolved.
+  void ProcessCall(CallState* state, Clock::time_point received,
+                   std::chrono::system_clock::time_point deadline,
+                   std::function<bool()> is_cancelled, Done done);
+
+  // Building blocks of a typed path (the myops.v1 ScaleShift RPCs, which compute into
+  // their own response buffer): an in-flight slot (RESOURCE_EXHAUSTED when none is free;
+  // Release it once the job is done), the device for `device` (any device when `op` is
+  // null, else one with a kernel for it; the one device choice of every path), and
+  // submission to the executor.
+  absl::Status Admit();
+  void Release() { inflight_.Release(); }
+  absl::StatusOr<int> ResolveDevice(const OpInfo* op, absl::string_view device);
+  void Submit(Job job, JobDone done) { executor_->Submit(std::move(job), std::move(done)); }
+
+  // Reserves `bytes` for what a front end holds beyond a generic request and its results
+  // (a typed request's input and output, JSON text, inputs copied out of shared memory);
+  // RESOURCE_EXHAUSTED when the budget cannot hold them. Held in `out` until it is dropped.
+  absl::Status ReserveWorkingMemory(int64_t bytes, BudgetReservation* out);
+
+  const ServiceLimits& limits() const { return limits_; }
+  // Null unless the server was started with --allow-shared-memory. Thread-safe.
+  SharedMemoryRegistry* shared_memory() const { return shared_memory_; }
+  const Executor& executor() const { return *executor_; }
+  // The served operators (model indices are its op indices).
+  const OpRegistry& registry() const { return *executor_->info().registry; }
+
+  // Request metrics (thread-safe): each front end adds its RPCs' series at start-up; the
+  // pipeline's gauges (requests in flight, memory held and budget, open streams).
+  Metrics& metrics() { return metrics_; }
+  int64_t inflight() const { return inflight_.current(); }
+  const MemoryBudget& budget() const { return budget_; }
+
+  // Per-model statistics (one model per op of the registry, by index), recorded for every
+  // front end; thread-safe.
+  const ModelStats& model_stats() const { return model_stats_; }
+  // Records a finished request of op `model`: its stages from `timing` when `status` is
+  // OK, else the time since `received`. ProcessCall records its own; a typed path records
+  // with this.
+  void RecordModel(int model, const absl::Status& status, Clock::time_point received,
+                   const Timing& timing);
+  // Records a request of op `model` (a registry index; -1: none) that a front end refused
+  // after it knew the model and before ProcessCall took it, e.g. inputs that do not
+  // decode; `received` as given to ProcessCall.
+  void RecordModelFailure(int model, Clock::time_point received);
+  // The registry index of myops::scale_shift; -1 when it is not served.
+  int scale_shift_model() const { return scale_shift_model_; }
+
+  // Streaming RPCs open at once (ServiceLimits::max_streams); thread-safe.
+  bool TryOpenStream() { return streams_.TryAcquire(); }
+  void CloseStream() { streams_.Release(); }
+
+ private:
+  Executor* const executor_;
+  const ServiceLimits limits_;
+  SharedMemoryRegistry* const shared_memory_;
+  InflightLimiter inflight_;
+  MemoryBudget budget_;
+  Metrics metrics_;
+  ModelStats model_stats_;
+  const int scale_shift_model_;
+  InflightLimiter streams_;
+  std::atomic<unsigned> round_robin_{0};
+};
+
+}  // namespace myops::server
