@@ -195,7 +195,7 @@ wire::MessageWriter ResponseWriter(const OpCall& call, const Timing& timing, uin
                       EncodeValue(call.results[r], &owner, region, chunked));
   }
   myops::v1::CallResponse rest;
-  *rest.mutable_timing() = ToProto(timing);
+  ToProto(timing, rest.mutable_timing());
   rest.set_request_id(request_id);
   out.AppendBytes(rest.SerializeAsString());
   return out;

@@ -116,15 +116,13 @@ MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice) {
   return view;
 }
 
-myops::v1::Timing ToProto(const Timing& timing) {
-  myops::v1::Timing out;
-  out.set_decode_ns(timing.decode_ns);
-  out.set_queue_ns(timing.queue_ns);
-  out.set_compute_ns(timing.compute_ns);
-  out.set_encode_ns(timing.encode_ns);
-  out.set_total_ns(timing.total_ns);
-  out.set_device(timing.device);
-  return out;
+void ToProto(const Timing& timing, myops::v1::Timing* out) {
+  out->set_decode_ns(timing.decode_ns);
+  out->set_queue_ns(timing.queue_ns);
+  out->set_compute_ns(timing.compute_ns);
+  out->set_encode_ns(timing.encode_ns);
+  out->set_total_ns(timing.total_ns);
+  out->set_device(timing.device);
 }
 
 grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
@@ -133,7 +131,7 @@ grpc::ByteBuffer EncodeResponse(const myops::v1::ScaleShiftRequest& request,
   head.set_dtype(request.input().dtype());
   *head.mutable_shape() = request.input().shape();
   myops::v1::ScaleShiftResponse rest;
-  *rest.mutable_timing() = ToProto(timing);
+  ToProto(timing, rest.mutable_timing());
   rest.set_request_id(request.request_id());
   return wire::EncodeWithTensorData(myops::v1::ScaleShiftResponse::kOutputFieldNumber, head, output,
                                     rest);

@@ -40,8 +40,8 @@ absl::Status ParseRequest(const grpc::ByteBuffer& bytes, myops::v1::ScaleShiftRe
 // `slice` must not move until the view's user is done.
 MutableTensorView AllocateOutput(const TensorView& like, grpc::Slice* slice);
 
-// `timing` as myops.v1 sends it.
-myops::v1::Timing ToProto(const Timing& timing);
+// Writes `timing` as myops.v1 sends it into `out`.
+void ToProto(const Timing& timing, myops::v1::Timing* out);
 
 // ScaleShiftResponse{output: {input's dtype and shape, data = `output`}, timing,
 // request_id} in protobuf wire format, with `output` as its own slice (not copied).
