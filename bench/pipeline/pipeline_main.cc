@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "arena_request.h"
-#include "call_codec.h"
-#include "codec.h"
-#include "executor.h"
-#include "kserve_codec.h"
+#include "frontends/grpc/arena_request.h"
+#include "frontends/myops_v1/call_codec.h"
+#include "frontends/myops_v1/codec.h"
+#include "frontends/myops_v1/service.h"
+#include "frontends/oip/codec.h"
 #include "myops/wire/call_wire.h"
-#include "service.h"
+#include "runtime/executor.h"
 
 namespace myops::server {
 namespace {

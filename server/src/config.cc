@@ -4,8 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <sstream>
 
+#include "frontends/grpc/replica_identity.h"
 #include "myops/version.h"
-#include "replica_identity.h"
 
 namespace myops::server {
 

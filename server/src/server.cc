@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontends/grpc/replica_identity.h"
 #include "myops/version.h"
-#include "replica_identity.h"
 
 namespace myops::server {
 namespace {

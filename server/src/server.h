@@ -8,12 +8,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "executor.h"
-#include "kserve_http.h"
-#include "kserve_service.h"
-#include "metrics_endpoint.h"
+#include "frontends/myops_v1/service.h"
+#include "frontends/oip/grpc/service.h"
+#include "frontends/oip/rest/service.h"
+#include "http/metrics_endpoint.h"
 #include "pipeline/pipeline.h"
-#include "service.h"
+#include "runtime/executor.h"
 
 namespace grpc {
 class Server;
@@ -34,8 +34,8 @@ struct ServerOptions {
   TlsOptions tls;
   bool reflection = true;
   std::string metrics_address;  // Prometheus GET /metrics on HOST:PORT; "" disables.
-  // The Open Inference Protocol's HTTP/REST front end on HOST:PORT (kserve_http.h), with
-  // the same TLS files and bearer token as gRPC; "" disables.
+  // The Open Inference Protocol's HTTP/REST front end on HOST:PORT (frontends/oip/rest/service.h),
+  // with the same TLS files and bearer token as gRPC; "" disables.
   std::string http_address;
   // A second listener, always plaintext, serving only grpc.health.v1 (with the main
   // server's statuses): for probes that cannot speak TLS when `tls` is on. "" disables.
@@ -43,10 +43,10 @@ struct ServerOptions {
   // When set, every myops.v1.Myops call must carry "authorization: Bearer <token>" with
   // the token in this file (one line); grpc.health.v1 and reflection stay open.
   std::string auth_token_file;
-  // Sent as initial metadata "myops-replica" on every response (replica_identity.h), so
-  // clients can tell replicas apart. "" sends none.
+  // Sent as initial metadata "myops-replica" on every response (frontends/grpc/replica_identity.h),
+  // so clients can tell replicas apart. "" sends none.
   std::string replica_name;
-  // System shared memory (kserve_shm.h): off unless `allow`.
+  // System shared memory (frontends/oip/shm.h): off unless `allow`.
   struct SharedMemory {
     bool allow = false;
     SharedMemoryLimits limits;

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <string>
 
-#include "call_chunks.h"
-#include "call_codec.h"
+#include "frontends/myops_v1/call_chunks.h"
+#include "frontends/myops_v1/call_codec.h"
 #include "myops/v1/myops.pb.h"
 #include "slices.h"
 

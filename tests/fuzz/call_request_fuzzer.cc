@@ -9,7 +9,7 @@
 // tensor's size is numel * itemsize, and copies out of the region stay within it.
 #include <string>
 
-#include "call_codec.h"
+#include "frontends/myops_v1/call_codec.h"
 #include "fuzz_shm.h"
 #include "myops/v1/myops.pb.h"
 #include "myops/wire/tensor_wire.h"

@@ -11,11 +11,12 @@
 // shared memory lies inside the region or in a copy the budget granted.
 #include <string>
 
+#include "frontends/oip/codec.h"
 #include "fuzz_op.h"
 #include "fuzz_shm.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
-#include "kserve_codec.h"
 #include "myops/wire/call_wire.h"
+#include "myops/wire/tensor_wire.h"
 #include "slices.h"
 
 namespace {

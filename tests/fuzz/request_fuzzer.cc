@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "codec.h"
+#include "frontends/myops_v1/codec.h"
 #include "myops/v1/myops.pb.h"
 #include "myops/wire/tensor_wire.h"
 #include "slices.h"

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "frontends/oip/rest/json.h"
 #include "fuzz_op.h"
-#include "kserve_json.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "kserve_http_shm.h"
+#include "frontends/oip/rest/shm.h"
 
 namespace {
 

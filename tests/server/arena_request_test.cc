@@ -1,7 +1,7 @@
 // ArenaRequest (server/src/arena_request.h): a parsed request lives in its arena, moving
 // one in copies it (the source keeps its own), and Reset and move-assignment free what
 // the old message held.
-#include "arena_request.h"
+#include "frontends/grpc/arena_request.h"
 
 #include <gtest/gtest.h>
 

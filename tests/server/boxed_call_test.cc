@@ -3,15 +3,15 @@
 // server): which ops have a usable out= overload, results written in place when they
 // fit, with the dtype and shape the op's Meta kernel tells, and ordinary results when
 // they do not.
-#include "runtime/boxed_call.h"
+#include "runtime/torch/boxed_call.h"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <vector>
 
-#include "runtime/op_handles.h"
 #include "runtime/op_registry.h"
+#include "runtime/torch/op_handles.h"
 
 namespace myops::server {
 namespace {

@@ -9,9 +9,9 @@
 #include <limits>
 #include <string>
 
-#include "call_chunks.h"
-#include "call_codec.h"
 #include "chunk_messages.h"
+#include "frontends/myops_v1/call_chunks.h"
+#include "frontends/myops_v1/call_codec.h"
 
 namespace myops::server {
 namespace {

@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "call_codec.h"
-#include "codec.h"
-#include "device.h"
+#include "frontends/myops_v1/call_codec.h"
+#include "frontends/myops_v1/codec.h"
+#include "runtime/device.h"
 
 namespace myops::server {
 namespace {

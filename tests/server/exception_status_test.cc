@@ -1,5 +1,5 @@
 // The one mapping from PyTorch exceptions to statuses.
-#include "exception_status.h"
+#include "runtime/exception_status.h"
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The executor through its torch-free interface: results, deadlines, cancellation,
 // error mapping and shutdown. (Exceptions from kernels become statuses here.)
-#include "executor.h"
+#include "runtime/executor.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <mutex>
 
 #include "reference.h"
-#include "runner.h"
+#include "runtime/torch/runner.h"
 
 namespace myops::server {
 namespace {

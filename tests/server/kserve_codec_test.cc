@@ -1,6 +1,6 @@
 // The Open Inference Protocol codec (server/src/kserve_codec.h) on registries made for
 // tests: model names, inputs and parameters to arguments, output selection, metadata.
-#include "kserve_codec.h"
+#include "frontends/oip/codec.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

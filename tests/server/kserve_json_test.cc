@@ -1,7 +1,7 @@
 // The Open Inference Protocol's REST bodies (server/src/kserve_json.h) and its HTTP
 // status table (kserve_http.h): body splitting, request parsing with JSON and binary
 // data, the arguments they become, and response encoding.
-#include "kserve_json.h"
+#include "frontends/oip/rest/json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kserve_http.h"
+#include "frontends/oip/rest/service.h"
 
 namespace myops::server::kserve {
 namespace {

@@ -16,8 +16,8 @@
 
 #include <gtest/gtest.h>
 
-#include "metrics.h"
-#include "metrics_endpoint.h"
+#include "http/metrics_endpoint.h"
+#include "pipeline/metrics.h"
 #include "test_server.h"
 
 namespace myops::server {

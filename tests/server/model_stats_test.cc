@@ -1,7 +1,7 @@
 // The per-model statistics store (server/src/model_stats.h): the mapping of a request's
 // stages to Triton's durations, failures, the last-inference time, out-of-range models,
 // and exact totals when many threads record at once.
-#include "model_stats.h"
+#include "pipeline/model_stats.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config.h"
-#include "replica_identity.h"
+#include "frontends/grpc/replica_identity.h"
 #include "test_server.h"
 
 namespace myops::server {

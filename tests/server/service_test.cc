@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "frontends/myops_v1/service.h"
 #include "myops/wire/tensor_wire.h"
-#include "service.h"
 #include "test_server.h"
 
 namespace myops::server {

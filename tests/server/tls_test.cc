@@ -11,7 +11,7 @@
 
 #include <openssl/ssl.h>
 
-#include "http_tls.h"
+#include "http/tls.h"
 #include "test_server.h"
 
 namespace myops::server {

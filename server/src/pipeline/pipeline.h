@@ -15,14 +15,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "executor.h"
-#include "memory_budget.h"
-#include "metrics.h"
-#include "model_stats.h"
+#include "pipeline/memory_budget.h"
+#include "pipeline/metrics.h"
+#include "pipeline/model_stats.h"
 #include "pipeline/timing.h"
+#include "runtime/executor.h"
+#include "runtime/tensor_view.h"
 #include "runtime/value.h"
 #include "shm/shared_memory.h"
-#include "tensor_view.h"
 
 namespace myops::server {
 
@@ -30,7 +30,7 @@ struct ServiceLimits {
   TensorLimits tensor;
   int64_t max_message_bytes = int64_t{256} << 20;
   int64_t max_inflight = 64;  // requests admitted at once (unary + stream items)
-  // The memory budget (memory_budget.h): bytes held for requests at once, inputs and
+  // The memory budget (pipeline/memory_budget.h): bytes held for requests at once, inputs and
   // outputs, including computed stream responses not yet written. 0: the default,
   // DefaultMemoryBudgetBytes().
   int64_t max_inflight_bytes = 0;

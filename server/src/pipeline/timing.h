@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "clock.h"
-#include "executor.h"
+#include "runtime/executor.h"
+#include "util/clock.h"
 
 namespace myops::server {
 

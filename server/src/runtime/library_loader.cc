@@ -1,5 +1,5 @@
 // Operator libraries loaded by path (see library_loader.h).
-#include "library_loader.h"
+#include "runtime/library_loader.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -1,7 +1,7 @@
 // The torch-free half of the operator registry (see op_registry.h): names, patterns,
 // lookup, and binding a call's arguments to a schema. The half that reads PyTorch's
 // operator table is op_table.cc.
-#include "op_registry.h"
+#include "runtime/op_registry.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "echo.h"
+#include "util/quote.h"
 
 namespace myops::server {
 

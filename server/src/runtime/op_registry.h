@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "value.h"
+#include "runtime/value.h"
 
 namespace myops::server {
 

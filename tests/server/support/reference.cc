@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "myops/ops.h"
-#include "runner.h"
+#include "runtime/torch/runner.h"
 
 namespace myops::server::testing {
 namespace {

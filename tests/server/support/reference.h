@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor_view.h"
+#include "runtime/tensor_view.h"
 
 namespace myops::server::testing {
 

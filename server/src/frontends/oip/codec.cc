@@ -1,0 +1,228 @@
+// The Open Inference Protocol front end's model side (see frontends/oip/codec.h): metadata and
+// configuration, and the response's encoding. The request's inputs are decoded in
+// frontends/oip/inputs.cc; the rules shared with the REST binding are in frontends/oip/args.cc.
+#include "frontends/oip/codec.h"
+
+#include <grpc/slice.h>
+
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "frontends/grpc/tensor_slice.h"
+#include "frontends/oip/datatypes.h"
+#include "myops/wire/call_wire.h"
+
+namespace myops::server::kserve {
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+using K = Value::Kind;
+
+void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out) {
+  out->set_name(op.QualifiedName());
+  out->add_versions(kModelVersion);
+  out->set_platform("pytorch_libtorch");
+  // The datatype an input or output of this kind is described with; empty: none.
+  auto describe = [](const ArgInfo& a, inference::ModelMetadataResponse::TensorMetadata* t) {
+    switch (a.kind) {
+      case ArgKind::kTensor:
+      case ArgKind::kTensorList:  // each element (arguments) or the list (returns)
+        t->set_datatype("FP32"), t->add_shape(-1);
+        return true;
+      case ArgKind::kInt:
+        t->set_datatype("INT64"), t->add_shape(1);
+        return true;
+      case ArgKind::kFloat:
+      case ArgKind::kScalar:
+        t->set_datatype("FP64"), t->add_shape(1);
+        return true;
+      case ArgKind::kBool:
+        t->set_datatype("BOOL"), t->add_shape(1);
+        return true;
+      case ArgKind::kIntList:
+        t->set_datatype("INT64"), t->add_shape(-1);
+        return true;
+      case ArgKind::kFloatList:
+        t->set_datatype("FP64"), t->add_shape(-1);
+        return true;
+      case ArgKind::kString:
+        t->set_datatype("BYTES"), t->add_shape(1);
+        return true;
+      default:
+        return false;
+    }
+  };
+  for (const ArgInfo& a : op.args) {
+    inference::ModelMetadataResponse::TensorMetadata t;
+    t.set_name(a.kind == ArgKind::kTensorList ? ElementName(a.name, 0) : a.name);
+    if (a.kind == ArgKind::kString || !describe(a, &t)) continue;  // parameters only
+    *out->add_inputs() = std::move(t);
+  }
+  const std::vector<std::string> names = OutputNames(op);
+  for (size_t i = 0; i < op.returns.size(); ++i) {
+    auto* t = out->add_outputs();
+    t->set_name(names[i]);
+    describe(op.returns[i], t);
+  }
+}
+
+void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
+  inference::ModelMetadataResponse meta;
+  DescribeModel(op, &meta);
+  out->set_name(meta.name());
+  out->set_platform(meta.platform());
+  out->set_backend("pytorch");
+  out->set_max_batch_size(0);
+  auto data_type = [](const std::string& datatype) {
+    inference::DataType type = inference::TYPE_INVALID;
+    inference::DataType_Parse(datatype == "BYTES" ? "TYPE_STRING" : "TYPE_" + datatype, &type);
+    return type;
+  };
+  for (const auto& in : meta.inputs()) {
+    auto* t = out->add_input();
+    t->set_name(in.name());
+    t->set_data_type(data_type(in.datatype()));
+    t->mutable_dims()->CopyFrom(in.shape());
+    for (const ArgInfo& a : op.args) {
+      const bool list = a.kind == ArgKind::kTensorList;
+      if ((list ? ElementName(a.name, 0) : a.name) == in.name()) {
+        t->set_optional(a.has_default || a.optional);
+      }
+    }
+  }
+  for (const auto& o : meta.outputs()) {
+    auto* t = out->add_output();
+    t->set_name(o.name());
+    t->set_data_type(data_type(o.datatype()));
+    t->mutable_dims()->CopyFrom(o.shape());
+  }
+}
+
+void DescribeModelStats(const OpInfo& op, const ModelStatsSnapshot& stats,
+                        inference::ModelStatistics* out) {
+  auto set = [](const ModelStatsSnapshot::Duration& d, inference::StatisticDuration* to) {
+    to->set_count(d.count);
+    to->set_ns(d.ns);
+  };
+  out->set_name(op.QualifiedName());
+  out->set_version(kModelVersion);
+  out->set_last_inference(stats.last_inference_ms);
+  out->set_inference_count(stats.inference_count);
+  out->set_execution_count(stats.execution_count);
+  inference::InferStatistics* s = out->mutable_inference_stats();
+  set(stats.success, s->mutable_success());
+  set(stats.fail, s->mutable_fail());
+  set(stats.queue, s->mutable_queue());
+  set(stats.compute_input, s->mutable_compute_input());
+  set(stats.compute_infer, s->mutable_compute_infer());
+  set(stats.compute_output, s->mutable_compute_output());
+  if (stats.execution_count > 0) {
+    inference::InferBatchStatistics* batch = out->add_batch_stats();
+    batch->set_batch_size(1);
+    set(stats.compute_input, batch->mutable_compute_input());
+    set(stats.compute_infer, batch->mutable_compute_infer());
+    set(stats.compute_output, batch->mutable_compute_output());
+  }
+}
+
+absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats,
+                             const std::string& name, const std::string& version,
+                             inference::ModelStatisticsResponse* out) {
+  if (!name.empty()) {
+    auto index = FindModel(registry, name, version);
+    if (!index.ok()) return index.status();
+    DescribeModelStats(registry.ops()[static_cast<size_t>(*index)], stats.Read(*index),
+                       out->add_model_stats());
+    return absl::OkStatus();
+  }
+  if (!version.empty() && version != kModelVersion) {
+    return absl::NotFoundError(absl::StrCat("no model has version '", version, "' (models have \"",
+                                            kModelVersion, "\" only)"));
+  }
+  for (size_t i = 0; i < registry.ops().size(); ++i) {
+    if (!registry.ops()[i].served) continue;
+    DescribeModelStats(registry.ops()[i], stats.Read(static_cast<int>(i)), out->add_model_stats());
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
+                                                        const ModelInferRequest& request,
+                                                        const OpCall& call,
+                                                        const std::vector<OutputRef>& selected,
+                                                        const ShmOutputs& shm) {
+  auto outputs = ResultOutputs(op, call, selected);
+  if (!outputs.ok()) return outputs.status();
+  if (absl::Status written = WriteShmOutputs(selected, shm, &*outputs); !written.ok()) {
+    return written;
+  }
+  ModelInferResponse head;
+  head.set_model_name(request.model_name());
+  head.set_model_version(kModelVersion);
+  head.set_id(request.id());
+  std::vector<grpc::Slice> contents;
+  for (const OutputTensor& o : *outputs) {
+    auto* out = head.add_outputs();
+    out->set_name(o.name);
+    out->set_datatype(o.datatype());
+    for (int64_t d : o.shape) out->add_shape(d);
+    if (o.in_shared_memory) {
+      contents.emplace_back();  // keeps raw_output_contents indexed like outputs
+    } else if (o.is_tensor) {
+      const Value& result = call.results[o.result];
+      const TensorView& view =
+          o.element < 0 ? result.tensor : result.tensor_list[static_cast<size_t>(o.element)];
+      contents.push_back(TensorSlice(view, call.keep_alive.at(o.owner)));
+    } else {
+      contents.push_back(grpc::Slice(o.owned));
+    }
+  }
+  wire::MessageWriter writer;
+  writer.AppendBytes(head.SerializeAsString());
+  for (const grpc::Slice& s : contents) {
+    writer.AppendData(ModelInferResponse::kRawOutputContentsFieldNumber, s);
+  }
+  return writer;
+}
+
+}  // namespace
+
+absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
+                                                     const ModelInferRequest& request,
+                                                     const OpCall& call,
+                                                     const std::vector<OutputRef>& selected,
+                                                     const ShmOutputs& shm) {
+  auto writer = InferResponseWriter(op, request, call, selected, shm);
+  if (!writer.ok()) return writer.status();
+  return writer->Finish();
+}
+
+absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(const OpInfo& op,
+                                                           const ModelInferRequest& request,
+                                                           const OpCall& call,
+                                                           const std::vector<OutputRef>& selected,
+                                                           const ShmOutputs& shm) {
+  auto writer = InferResponseWriter(op, request, call, selected, shm);
+  if (!writer.ok()) return writer.status();
+  wire::MessageWriter out;
+  out.AppendMessage(inference::ModelStreamInferResponse::kInferResponseFieldNumber,
+                    std::move(*writer));
+  return out.Finish();
+}
+
+grpc::ByteBuffer EncodeStreamInferError(const ModelInferRequest& request,
+                                        const absl::Status& status) {
+  inference::ModelStreamInferResponse response;
+  response.set_error_message(status.ToString());
+  response.mutable_infer_response()->set_model_name(request.model_name());
+  response.mutable_infer_response()->set_model_version(kModelVersion);
+  response.mutable_infer_response()->set_id(request.id());
+  const std::string bytes = response.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+}  // namespace myops::server::kserve

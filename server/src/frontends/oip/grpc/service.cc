@@ -1,0 +1,297 @@
+// The Open Inference Protocol front end's RPCs (see frontends/oip/grpc/service.h).
+#include "frontends/oip/grpc/service.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/grpc/arena_request.h"
+#include "frontends/grpc/stream_reactor.h"
+#include "frontends/oip/codec.h"
+#include "myops/version.h"
+#include "myops/wire/call_wire.h"
+
+namespace myops::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A ModelInfer's state: the pipeline's, the parsed request its views point into, and the
+// outputs the response holds.
+struct KServeCallState : CallState {
+  ArenaRequest<inference::ModelInferRequest> request;
+  const OpInfo* op_info = nullptr;  // the model's op, in the registry
+  std::vector<kserve::OutputRef> selected;
+  kserve::Scratch scratch;                    // narrowed input tensors the views point into
+  std::vector<SharedMemorySlice> shm_inputs;  // regions input views point into
+  std::vector<BudgetReservation> shm_copies;  // BOOL and integer inputs copied out of them
+  kserve::ShmOutputs shm_outputs;             // regions of the outputs that go there
+};
+
+// Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
+// call. Deletes itself in OnDone.
+class InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  KServeCallState state;
+  void OnDone() override { delete this; }
+};
+
+// The request's inputs, parameters and outputs as `op`'s arguments and results.
+absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
+  SharedMemoryRegistry* shm = pipeline->shared_memory();
+  auto reserve = [pipeline, state](int64_t bytes) {
+    return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
+  };
+  auto args = kserve::DecodeInferInputs(op, *state->request, pipeline->limits().tensor, shm,
+                                        reserve, &state->shm_inputs, &state->scratch);
+  if (!args.ok()) return args.status();
+  auto timeout = kserve::RequestTimeout(op, *state->request);
+  if (!timeout.ok()) return timeout.status();
+  state->timeout_us = *timeout;
+  auto selected = kserve::SelectOutputs(op, *state->request);
+  if (!selected.ok()) return selected.status();
+  auto shm_outputs = kserve::OutputSlices(op, *state->request, *selected, shm);
+  if (!shm_outputs.ok()) return shm_outputs.status();
+  state->args = std::move(*args);
+  state->selected = std::move(*selected);
+  state->shm_outputs = std::move(*shm_outputs);
+  state->call.result_buffer = kserve::ResultBuffer(op, state->selected, state->shm_outputs);
+  state->op = op.QualifiedName();
+  return absl::OkStatus();
+}
+
+// Bounds the request's head, reserves the budget, then parses it (protobuf allocates as
+// much as was received again, and up to 8 times the packed typed contents) and decodes
+// its inputs and parameters into `state`.
+// A request whose inputs do not decode counts as a failure of its model from `received`.
+absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::time_point received,
+                   KServeCallState* state) {
+  auto typed = wire::CheckInferRequestHead(bytes);
+  if (!typed.ok()) return typed.status();
+  const auto length = static_cast<int64_t>(bytes.Length());
+  if (absl::Status reserved =
+          pipeline->ReserveCallRequest(length + static_cast<int64_t>((7 * *typed + 1) / 2), state);
+      !reserved.ok()) {
+    return reserved;
+  }
+  if (absl::Status parsed = kserve::ParseInferRequest(bytes, state->request.get()); !parsed.ok()) {
+    return parsed;
+  }
+  const OpRegistry& registry = pipeline->registry();
+  auto index =
+      kserve::FindModel(registry, state->request->model_name(), state->request->model_version());
+  if (!index.ok()) return index.status();
+  const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
+  state->op_info = &op;
+  absl::Status decoded = DecodeForModel(pipeline, op, state);
+  if (!decoded.ok()) pipeline->RecordModelFailure(*index, received);
+  return decoded;
+}
+
+// ModelStreamInfer's steps for StreamReactor: errors travel in the stream as
+// error_message (with the request's id), and the stream goes on.
+struct StreamInferKind : OneMessagePerRequest<StreamInferKind> {
+  using State = KServeCallState;
+  static absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, State* state) {
+    return server::Parse(pipeline, bytes, Clock::now(), state);
+  }
+  template <typename Done>
+  static void Process(Pipeline* pipeline, State* state, Clock::time_point received,
+                      std::chrono::system_clock::time_point deadline,
+                      std::function<bool()> is_cancelled, Done done) {
+    pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
+  }
+  static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const Timing&) {
+    if (absl::Status intact = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
+        !intact.ok()) {
+      return intact;
+    }
+    return kserve::EncodeStreamInferResponse(*state.op_info, *state.request, state.call,
+                                             state.selected, state.shm_outputs);
+  }
+  static grpc::ByteBuffer EncodeError(const State& state, const absl::Status& status) {
+    return kserve::EncodeStreamInferError(*state.request, status);
+  }
+  static uint64_t InputBytes(const State& state) {
+    return static_cast<uint64_t>(state.call.input_bytes);
+  }
+};
+
+// What the shared memory RPCs answer on a server that does not accept shared memory.
+absl::Status SharedMemoryOff() {
+  return absl::UnimplementedError(
+      "this server does not accept shared memory (start it with --allow-shared-memory)");
+}
+
+// Finishes a small unary RPC now with `status`.
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+}  // namespace
+
+KServeService::KServeService(Pipeline* pipeline, BearerAuth auth)
+    : pipeline_(pipeline),
+      auth_(std::move(auth)),
+      infer_rpc_(pipeline->metrics().AddRpc("ModelInfer")),
+      stream_infer_rpc_(pipeline->metrics().AddRpc("ModelStreamInfer")) {}
+
+grpc::ServerUnaryReactor* KServeService::ServerLive(grpc::CallbackServerContext* context,
+                                                    const inference::ServerLiveRequest*,
+                                                    inference::ServerLiveResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_live(true);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ServerReady(grpc::CallbackServerContext* context,
+                                                     const inference::ServerReadyRequest*,
+                                                     inference::ServerReadyResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_ready(ready());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelReady(grpc::CallbackServerContext* context,
+                                                    const inference::ModelReadyRequest* request,
+                                                    inference::ModelReadyResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  // An unknown model is not ready (as Triton answers), not an error.
+  response->set_ready(
+      ready() &&
+      kserve::FindModel(pipeline_->registry(), request->name(), request->version()).ok());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  response->set_name("myops");
+  response->set_version(MYOPS_VERSION_STRING);
+  // The extensions implemented: ModelConfig, request parameters (arguments) and
+  // ModelStatistics.
+  response->add_extensions("model_configuration");
+  response->add_extensions("parameters");
+  response->add_extensions("statistics");
+  if (pipeline_->shared_memory() != nullptr) response->add_extensions("system_shared_memory");
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelMetadata(
+    grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = pipeline_->registry();
+  auto index = kserve::FindModel(registry, request->name(), request->version());
+  if (!index.ok()) return Done(context, index.status());
+  kserve::DescribeModel(registry.ops()[static_cast<size_t>(*index)], response);
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelConfig(grpc::CallbackServerContext* context,
+                                                     const inference::ModelConfigRequest* request,
+                                                     inference::ModelConfigResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const OpRegistry& registry = pipeline_->registry();
+  auto index = kserve::FindModel(registry, request->name(), request->version());
+  if (!index.ok()) return Done(context, index.status());
+  kserve::DescribeModelConfig(registry.ops()[static_cast<size_t>(*index)],
+                              response->mutable_config());
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return RefuseUnary(context, ToGrpcStatus(denied));
+  }
+  const auto received = Clock::now();
+  auto* reactor = new InferReactor();
+  KServeCallState& state = reactor->state;
+  if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
+    pipeline_->metrics().Record(infer_rpc_, parsed, {}, 0);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  pipeline_->ProcessCall(
+      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
+      [this, reactor, response](absl::Status status, const Timing& timing) {
+        KServeCallState& state = reactor->state;
+        if (status.ok()) status = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
+        if (status.ok()) {
+          auto encoded = kserve::EncodeInferResponse(*state.op_info, *state.request, state.call,
+                                                     state.selected, state.shm_outputs);
+          if (encoded.ok()) {
+            *response = std::move(*encoded);
+          } else {
+            status = encoded.status();
+          }
+        }
+        pipeline_->metrics().Record(infer_rpc_, status, timing,
+                                    static_cast<uint64_t>(state.call.input_bytes));
+        reactor->Finish(ToGrpcStatus(status));
+      });
+  return reactor;
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KServeService::ModelStreamInfer(
+    grpc::CallbackServerContext* context) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  }
+  return new StreamReactor<StreamInferKind>(pipeline_, stream_infer_rpc_, context);
+}
+
+grpc::ServerUnaryReactor* KServeService::ModelStatistics(
+    grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, kserve::DescribeStatsOf(pipeline_->registry(), pipeline_->model_stats(),
+                                               request->name(), request->version(), response));
+}
+
+grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  const SharedMemoryRegistry* shm = pipeline_->shared_memory();
+  if (shm == nullptr) return Done(context, SharedMemoryOff());
+  auto regions = shm->Status(request->name());
+  if (!regions.ok()) return Done(context, regions.status());
+  for (const SharedMemoryRegionInfo& r : *regions) {
+    auto& status = (*response->mutable_regions())[r.name];
+    status.set_name(r.name);
+    status.set_key(r.key);
+    status.set_offset(r.offset);
+    status.set_byte_size(r.byte_size);
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryRegister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryRegisterRequest* request,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  SharedMemoryRegistry* shm = pipeline_->shared_memory();
+  if (shm == nullptr) return Done(context, SharedMemoryOff());
+  return Done(context, shm->Register(request->name(), request->key(), request->offset(),
+                                     request->byte_size()));
+}
+
+grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryUnregister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryUnregisterRequest* request,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  SharedMemoryRegistry* shm = pipeline_->shared_memory();
+  if (shm == nullptr) return Done(context, SharedMemoryOff());
+  return Done(context, shm->Unregister(request->name()));
+}
+
+}  // namespace myops::server

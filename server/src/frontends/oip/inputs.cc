@@ -1,0 +1,243 @@
+// The Open Inference Protocol front end's request side: a ModelInferRequest's inputs and
+// parameters to the pipeline's named arguments (see frontends/oip/codec.h for the mapping, and
+// frontends/oip/args.h for the rules shared with the HTTP/REST binding).
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <limits>
+
+#include "absl/strings/string_view.h"
+
+#include "absl/strings/str_cat.h"
+#include "frontends/oip/codec.h"
+
+namespace myops::server::kserve {
+namespace {
+
+using inference::ModelInferRequest;
+
+// Input `i`'s name, datatype, shape and element count, checked against `limits`.
+absl::StatusOr<InputTensor> InputHead(const ModelInferRequest& request, int i,
+                                      const std::string& field, const TensorLimits& limits) {
+  const ModelInferRequest::InferInputTensor& in = request.inputs(i);
+  InputTensor e;
+  e.name = in.name();
+  e.shape.assign(in.shape().begin(), in.shape().end());
+  auto type = ParseDatatype(in.datatype(), field);
+  if (!type.ok()) return type.status();
+  e.type = *type;
+  auto numel = Elements(e.shape, e.type->size, field, limits);
+  if (!numel.ok()) return numel.status();
+  e.count = *numel;
+  return e;
+}
+
+// Input `i` with its data (raw_input_contents(raw), or typed contents), checked against
+// its shape. `raw_inputs`: how many inputs carry bytes (not shared memory): each has one
+// raw_input_contents entry, in order, when the request has any.
+absl::StatusOr<InputTensor> InputData(const ModelInferRequest& request, int i, int raw,
+                                      int raw_inputs, const std::string& field,
+                                      const TensorLimits& limits) {
+  const ModelInferRequest::InferInputTensor& in = request.inputs(i);
+  auto head = InputHead(request, i, field, limits);
+  if (!head.ok()) return head.status();
+  InputTensor e = *std::move(head);
+  if (request.raw_input_contents_size() > 0) {
+    if (in.has_contents()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field,
+          " has typed contents in a request with raw_input_contents (use one or the other)"));
+    }
+    if (request.raw_input_contents_size() != raw_inputs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the request has ", request.raw_input_contents_size(),
+                       " raw_input_contents for ", raw_inputs,
+                       " inputs not in shared memory (one per such input, in the order of "
+                       "inputs)"));
+    }
+    const std::string& raw_bytes = request.raw_input_contents(raw);
+    if (absl::Status s = CheckRawData(e, raw_bytes, field, "raw contents"); !s.ok()) return s;
+    e.data = raw_bytes.data();
+    e.stride = e.type->size;
+    return e;
+  }
+  const inference::InferTensorContents& c = in.contents();
+  int64_t have = 0;
+  const char* where = "";
+  switch (e.type->family) {
+    case Family::kBool:
+      have = c.bool_contents_size(), e.data = c.bool_contents().data(), e.stride = 1;
+      where = "bool_contents";
+      break;
+    case Family::kSigned:
+      if (e.type->size == 8) {
+        have = c.int64_contents_size(), e.data = c.int64_contents().data(), e.stride = 8;
+        where = "int64_contents";
+      } else {
+        have = c.int_contents_size(), e.data = c.int_contents().data(), e.stride = 4;
+        where = "int_contents";
+      }
+      break;
+    case Family::kUnsigned:
+      have = c.uint_contents_size(), e.data = c.uint_contents().data(), e.stride = 4;
+      where = "uint_contents";
+      break;
+    case Family::kFloat:
+      if (e.type->size == 4) {
+        have = c.fp32_contents_size(), e.data = c.fp32_contents().data(), e.stride = 4;
+        where = "fp32_contents";
+      } else {
+        have = c.fp64_contents_size(), e.data = c.fp64_contents().data(), e.stride = 8;
+        where = "fp64_contents";
+      }
+      break;
+    case Family::kHalf:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " is ", e.type->name, ", which travels only as raw_input_contents"));
+  }
+  if (have != e.count) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " has ", have, " elements in ", where,
+                                                   " but shape ", ShapeString(e.shape), " needs ",
+                                                   e.count));
+  }
+  return e;
+}
+
+// The protocol-neutral form of parameter `p`.
+Parameter ToParameter(const std::string& name, const inference::InferParameter& p) {
+  using P = inference::InferParameter;
+  Parameter out;
+  out.name = name;
+  switch (p.parameter_choice_case()) {
+    case P::kBoolParam:
+      out.kind = Parameter::Kind::kBool, out.bool_value = p.bool_param();
+      break;
+    case P::kInt64Param:
+      out.kind = Parameter::Kind::kInt64, out.int64_value = p.int64_param();
+      break;
+    case P::kUint64Param:
+      out.kind = Parameter::Kind::kUint64, out.uint64_value = p.uint64_param();
+      break;
+    case P::kDoubleParam:
+      out.kind = Parameter::Kind::kDouble, out.double_value = p.double_param();
+      break;
+    case P::kStringParam:
+      out.kind = Parameter::Kind::kString, out.string_value = p.string_param();
+      break;
+    case P::PARAMETER_CHOICE_NOT_SET:
+      break;
+  }
+  return out;
+}
+
+// The protocol-neutral form of parameters `params`.
+std::vector<Parameter> ToParameters(
+    const google::protobuf::Map<std::string, inference::InferParameter>& params) {
+  std::vector<Parameter> out;
+  out.reserve(params.size());
+  for (const auto& [name, p] : params) out.push_back(ToParameter(name, p));
+  return out;
+}
+
+}  // namespace
+
+absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out) {
+  grpc::ByteBuffer copy = bytes;  // shares the slices; the reader consumes its own
+  grpc::ProtoBufferReader reader(&copy);
+  if (!out->ParseFromZeroCopyStream(&reader)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", bytes.Length(), " bytes are not a valid inference.ModelInferRequest"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
+    const OpInfo& op, const ModelInferRequest& request, const TensorLimits& limits,
+    const SharedMemoryRegistry* shm, const ReserveFn& reserve,
+    std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
+  // Which inputs are in shared memory (most requests: none, and no parameters).
+  std::vector<std::optional<ShmRef>> refs(static_cast<size_t>(request.inputs_size()));
+  const std::string model = op.QualifiedName();
+  int raw_inputs = request.inputs_size();
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    if (request.inputs(i).parameters().empty()) continue;
+    auto ref = FindShmRef(ToParameters(request.inputs(i).parameters()),
+                          InputField(request.inputs(i).name(), model), shm);
+    if (!ref.ok()) return ref.status();
+    if (ref->has_value()) --raw_inputs;
+    refs[static_cast<size_t>(i)] = *std::move(ref);
+  }
+  std::vector<NamedValue> out;
+  out.reserve(static_cast<size_t>(request.inputs_size()) + request.parameters().size());
+  int raw = 0;
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const std::string field = InputField(request.inputs(i).name(), model);
+    absl::StatusOr<InputTensor> in;
+    if (const auto& ref = refs[static_cast<size_t>(i)]; ref.has_value()) {
+      // The region bounds it: the message and tensor limits are about received bytes.
+      TensorLimits in_region = limits;
+      in_region.max_elements = in_region.max_bytes = std::numeric_limits<int64_t>::max();
+      in = InputHead(request, i, field, in_region);
+      if (in.ok() && request.inputs(i).has_contents()) {
+        in = absl::InvalidArgumentError(
+            absl::StrCat(field, " has both contents and a shared memory region"));
+      }
+      if (in.ok()) {
+        if (absl::Status s = InputFromShm(*shm, *ref, field, reserve, &*in, slices, scratch);
+            !s.ok()) {
+          return s;
+        }
+      }
+    } else {
+      in = InputData(request, i, raw++, raw_inputs, field, limits);
+    }
+    if (!in.ok()) return in.status();
+    auto value = InputArgument(op, *in, scratch);
+    if (!value.ok()) return value.status();
+    out.push_back(std::move(*value));
+  }
+  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
+  for (const auto& [name, parameter] : request.parameters()) {
+    auto value = ParameterArgument(op, ToParameter(name, parameter));
+    if (!value.ok()) return value.status();
+    if (*value) out.push_back(std::move(**value));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op, const ModelInferRequest& request) {
+  const auto found = request.parameters().find("timeout");
+  if (found == request.parameters().end()) return 0;
+  auto timeout = TimeoutParameter(op, ToParameter(found->first, found->second));
+  if (!timeout.ok()) return timeout.status();
+  return timeout->value_or(0);
+}
+
+absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
+                                                     const ModelInferRequest& request) {
+  std::vector<std::string> names;
+  for (const auto& wanted : request.outputs()) names.push_back(wanted.name());
+  return SelectOutputs(op, names);
+}
+
+absl::StatusOr<ShmOutputs> OutputSlices(const OpInfo& op, const ModelInferRequest& request,
+                                        const std::vector<OutputRef>& selected,
+                                        const SharedMemoryRegistry* shm) {
+  std::vector<std::optional<ShmRef>> refs;
+  std::vector<std::string> fields;
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const auto& wanted = request.outputs(i);
+    if (wanted.parameters().empty()) continue;
+    std::string field = absl::StrCat("output '", wanted.name(), "' of model ", op.QualifiedName());
+    auto ref = FindShmRef(ToParameters(wanted.parameters()), field, shm);
+    if (!ref.ok()) return ref.status();
+    if (!ref->has_value()) continue;
+    refs.resize(static_cast<size_t>(request.outputs_size()));
+    fields.resize(refs.size());
+    refs[static_cast<size_t>(i)] = *std::move(ref);
+    fields[static_cast<size_t>(i)] = std::move(field);
+  }
+  if (refs.empty()) return ShmOutputs{};
+  return OutputSlices(*shm, op, selected, refs, fields);
+}
+
+}  // namespace myops::server::kserve

@@ -1,0 +1,21 @@
+// TLS for the server's civetweb HTTP listeners (frontends/oip/rest/service.h): the files of gRPC's
+// --tls-cert / --tls-key / --tls-client-ca loaded into the SSL_CTX civetweb hands to its
+// init_ssl callback, so that the REST port serves the same certificate, and requires the
+// same client certificates, as the gRPC port. TLS 1.2 at least. (Debian's civetweb needs
+// the libssl/libcrypto shims of src/http/civetweb_tls to find OpenSSL 3.)
+#pragma once
+
+#include <string>
+
+namespace myops::server {
+
+struct HttpTlsFiles {
+  std::string cert_file;       // PEM certificate chain; empty: no TLS
+  std::string key_file;        // PEM private key
+  std::string client_ca_file;  // PEM CA bundle; set: client certificates required
+};
+
+// Configures `ssl_ctx` (an SSL_CTX*) from `files`; false with the reason in `*error`.
+bool ConfigureHttpTls(void* ssl_ctx, const HttpTlsFiles& files, std::string* error);
+
+}  // namespace myops::server

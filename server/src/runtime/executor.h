@@ -1,0 +1,95 @@
+// The executor: owns the worker threads that run operators on devices. This header is
+// free of torch and protobuf; the service hands it plain views (runtime/tensor_view.h).
+//
+// Per device it keeps a queue and a set of workers; each CUDA worker owns one stream
+// from the device's stream pool and runs under CUDAGuard + CUDAStreamGuard with pinned
+// staging for host<->device copies. All operator work runs under c10::InferenceMode.
+// Exceptions from PyTorch are caught here, and only here, and mapped to absl::Status.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/device.h"
+#include "runtime/op_registry.h"
+#include "runtime/tensor_view.h"
+#include "runtime/value.h"
+
+namespace myops::server {
+
+struct ExecutorOptions {
+  std::string devices = "auto";        // "auto" (all GPUs then cpu, or cpu) or a --devices list
+  std::string ops = "myops::*";        // the served operators (--ops; OpPatterns)
+  std::vector<std::string> libraries;  // operator libraries to load first (--load-library)
+  std::string libpython;     // for libraries that are Python extensions (library_loader.h)
+  int cpu_workers = 0;       // 0: one per hardware thread
+  int cuda_workers = 4;      // per GPU; each owns one CUDA stream
+  int intra_op_threads = 0;  // PyTorch intra-op threads; 0: PyTorch's default
+  // CPU requests with at most this many input bytes run on the submitting thread: a
+  // thread hop costs more than computing them. 0 disables.
+  int64_t inline_max_bytes = 128 << 10;  // Measured: bench/README.md, "Inline small requests".
+};
+
+// One operator call: scale_shift of `input` into `output` (the typed path), or, when
+// `call` is set, a generic call of a served operator. The views and the call must stay
+// valid until `done` has been called.
+struct Job {
+  TensorView input;
+  MutableTensorView output;  // same dtype/shape as input; fully overwritten
+  double alpha = 1.0;
+  double beta = 0.0;
+  OpCall* call = nullptr;  // generic: bound arguments in, results out
+  int device_slot = 0;     // index into Executor::devices().devices()
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  std::function<bool()> is_cancelled;  // optional; polled before the job runs
+};
+
+struct JobTiming {
+  int64_t queue_ns = 0;    // submit -> a worker starts it
+  int64_t compute_ns = 0;  // operator; on CUDA also the host copies into and out of
+                           // pinned staging (wall clock) and H2D + kernel + D2H (CUDA events)
+  std::string device;      // "cpu", "cuda:0", ...
+};
+
+// Called exactly once per Submit, on a worker thread or (inline jobs, rejections) on
+// the submitting thread. Must not block.
+using JobDone = std::function<void(absl::Status, const JobTiming&)>;
+
+// What the runtime reports about itself (for ServerInfo and the startup line).
+struct RuntimeInfo {
+  std::string torch_version;
+  std::string cuda_version;  // "" when torch has no CUDA
+  struct DeviceInfo {
+    std::string name, description;
+    int64_t total_memory_bytes = 0;
+  };
+  std::vector<DeviceInfo> devices;
+  // The served operators (never null once the executor runs).
+  std::shared_ptr<const OpRegistry> registry;
+  int workers = 0;
+};
+
+// Thread-safe: Submit may be called from any number of threads concurrently.
+class Executor {
+ public:
+  // Detects devices, checks that the myops operators are registered, starts workers.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(const ExecutorOptions& options);
+  virtual ~Executor() = default;
+
+  virtual const DeviceSet& devices() const = 0;
+  virtual const RuntimeInfo& info() const = 0;
+
+  // Never blocks on other jobs. After Shutdown, jobs are rejected with UNAVAILABLE.
+  virtual void Submit(Job job, JobDone done) = 0;
+
+  // Runs what is queued, then joins the workers. Idempotent.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace myops::server
