@@ -156,7 +156,6 @@ class Kinds {
     call.results.emplace_back();
     call.results[0].kind = Value::Kind::kTensor;
     call.results[0].tensor = x;
-    call.keep_alive.emplace_back();
     return call;
   }
 

@@ -88,8 +88,7 @@ TEST(RunBoxedIntoBufferTest, ComputesStraightIntoTheBuffer) {
   EXPECT_EQ(call.results[0].tensor.data, out.data());
   EXPECT_EQ(call.results[0].tensor.shape, std::vector<int64_t>{k64KiB});
   EXPECT_EQ(call.results[0].tensor.bytes, k64KiB * 4);
-  ASSERT_EQ(call.keep_alive.size(), 1u);  // one entry per result tensor, empty here
-  EXPECT_EQ(call.keep_alive[0], nullptr);
+  EXPECT_EQ(call.results[0].tensor.owner, nullptr);  // the buffer is the caller's
   for (size_t i = 0; i < k64KiB; ++i) ASSERT_EQ(out[i], 2 * x[i] + 1) << i;
   EXPECT_EQ(out[k64KiB], -1.0f);
   EXPECT_EQ(out[k64KiB + 1], -1.0f);
@@ -105,7 +104,7 @@ void ExpectOrdinaryResult(const OpCall& call, const std::vector<float>& x,
   const auto* y = static_cast<const float*>(r.data);
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2 * x[i] + 1) << i;
   for (float v : out) ASSERT_EQ(v, -1.0f);
-  EXPECT_NE(call.keep_alive.at(0), nullptr);
+  EXPECT_NE(r.owner, nullptr);  // a result of its own holds its memory
 }
 
 TEST(RunBoxedIntoBufferTest, TooSmallABufferGetsAnOrdinaryResult) {

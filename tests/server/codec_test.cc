@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -410,6 +411,40 @@ TEST(CodecTest, CallScalarTypeArgumentsTakeEveryTableDType) {
   EXPECT_NE(values.status().message().find("unknown scalar_type 11; expected one of DTYPE_FLOAT32"),
             absl::string_view::npos)
       << values.status();
+}
+
+// A result tensor's memory (held by its owner) lives as long as the response that sends
+// it, not as long as the call: the response's slices hold the owner.
+TEST(CallCodec, ResponsesHoldTheirResultTensorsMemory) {
+  bool freed = false;
+  auto memory = std::shared_ptr<std::vector<float>>(new std::vector<float>{1.5f, -2.0f},
+                                                    [&freed](std::vector<float>* v) {
+                                                      freed = true;
+                                                      delete v;
+                                                    });
+  grpc::ByteBuffer response;
+  {
+    OpCall call;
+    Value& result = call.results.emplace_back();
+    result.kind = Value::Kind::kTensor;
+    result.tensor.shape = {2};
+    result.tensor.data = memory->data();
+    result.tensor.bytes = 8;
+    result.tensor.owner = std::move(memory);
+    response = EncodeCallResponse(call, Timing(), /*request_id=*/7);
+  }
+  EXPECT_FALSE(freed);
+  myops::v1::CallResponse parsed;
+  grpc::ProtoBufferReader reader(&response);
+  ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader));
+  ASSERT_EQ(parsed.outputs_size(), 1);
+  float values[2];
+  ASSERT_EQ(parsed.outputs(0).tensor().data().size(), sizeof(values));
+  std::memcpy(values, parsed.outputs(0).tensor().data().data(), sizeof(values));
+  EXPECT_EQ(values[0], 1.5f);
+  EXPECT_EQ(values[1], -2.0f);
+  response.Clear();
+  EXPECT_TRUE(freed);
 }
 
 }  // namespace

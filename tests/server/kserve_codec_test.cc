@@ -1,12 +1,14 @@
-// The Open Inference Protocol codec (server/src/kserve_codec.h) on registries made for
+// The Open Inference Protocol codec (server/src/frontends/oip/codec.h) on registries made for
 // tests: model names, inputs and parameters to arguments, output selection, metadata.
 #include "frontends/oip/codec.h"
 
 #include <gmock/gmock.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 
 namespace myops::server::kserve {
@@ -343,6 +345,47 @@ TEST(KServeCodec, TimeoutParameterIsTheRequestsTimeout) {
   EXPECT_EQ(RequestTimeout(op, request).value(), 40);
   (*request.mutable_parameters())["timeout"].set_string_param("soon");
   EXPECT_FALSE(RequestTimeout(op, request).ok());
+}
+
+// A result tensor's memory (held by its owner) lives as long as the response that sends
+// it, not as long as the call: the response's slices hold the owner.
+TEST(KServeCodec, ResponsesHoldTheirResultTensorsMemory) {
+  const OpRegistry registry = TestRegistry();
+  const OpInfo& op = registry.ops()[0];
+  bool freed = false;
+  auto memory = std::shared_ptr<std::vector<float>>(new std::vector<float>{1.5f, -2.0f},
+                                                    [&freed](std::vector<float>* v) {
+                                                      freed = true;
+                                                      delete v;
+                                                    });
+  inference::ModelInferRequest request;
+  request.set_model_name(op.QualifiedName());
+  auto selected = SelectOutputs(op, request);
+  ASSERT_TRUE(selected.ok()) << selected.status();
+  absl::StatusOr<grpc::ByteBuffer> response;
+  {
+    OpCall call;
+    Value& result = call.results.emplace_back();
+    result.kind = Value::Kind::kTensor;
+    result.tensor.shape = {2};
+    result.tensor.data = memory->data();
+    result.tensor.bytes = 8;
+    result.tensor.owner = std::move(memory);
+    response = EncodeInferResponse(op, request, call, *selected, ShmOutputs{});
+  }
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_FALSE(freed);
+  inference::ModelInferResponse parsed;
+  grpc::ProtoBufferReader reader(&*response);
+  ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader));
+  ASSERT_EQ(parsed.raw_output_contents_size(), 1);
+  float values[2];
+  ASSERT_EQ(parsed.raw_output_contents(0).size(), sizeof(values));
+  std::memcpy(values, parsed.raw_output_contents(0).data(), sizeof(values));
+  EXPECT_EQ(values[0], 1.5f);
+  EXPECT_EQ(values[1], -2.0f);
+  *response = grpc::ByteBuffer();
+  EXPECT_TRUE(freed);
 }
 
 }  // namespace

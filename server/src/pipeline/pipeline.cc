@@ -198,8 +198,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
         status = ReserveWorkingMemory(result_bytes, &state->result_reservation);
       }
       if (!status.ok()) {
-        state->call.results.clear();
-        state->call.keep_alive.clear();
+        state->call.results.clear();  // and with them their memory
       }
     }
     const Timing timing =

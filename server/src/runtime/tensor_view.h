@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "myops/common/dtype.h"
@@ -16,13 +17,17 @@ using ::myops::DType;
 using ::myops::DTypeName;
 using ::myops::ItemSize;
 
-// A read-only view of a dense row-major tensor owned by someone else (on the server: the
-// request message). `bytes` == numel * ItemSize(dtype), checked by the codec.
+// A read-only view of a dense row-major tensor. `bytes` == numel * ItemSize(dtype),
+// checked by the codec. `owner` keeps the memory alive where the view holds it (an
+// operator's result tensors: whoever sends them keeps a reference until they are sent);
+// null where the memory is someone else's (an argument borrows from the request, a result
+// computed into a front end's buffer from that buffer).
 struct TensorView {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   const void* data = nullptr;
   int64_t bytes = 0;
+  std::shared_ptr<const void> owner;
 };
 
 // Limits on a single tensor a client sends, checked before anything is allocated for

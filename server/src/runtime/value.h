@@ -14,7 +14,7 @@
 namespace myops::server {
 
 // One value; `kind` says which member holds it. Tensors are views: argument tensors
-// borrow from the request, result tensors from OpCall::keep_alive.
+// borrow from the request; result tensors hold their memory (TensorView::owner).
 struct Value {
   enum class Kind {
     kNone,
@@ -48,19 +48,18 @@ struct NamedValue {
 
 // One call of a served operator (an index into the OpRegistry), bound to its schema by
 // BindArguments: args[i] is the schema's i-th argument, nullopt taking its default.
-// The runner fills `results` (schema order) and keeps the memory of result tensors alive
-// in `keep_alive` until the call is destroyed. Owned by the front end's request state;
-// the runner touches it only between Submit and the done callback.
+// The runner fills `results` (schema order); each result tensor holds its memory
+// (TensorView::owner). Owned by the front end's request state; the runner touches it
+// only between Submit and the done callback.
 struct OpCall {
   int op = -1;
   std::vector<std::optional<Value>> args;
   std::vector<Value> results;
-  std::vector<std::shared_ptr<const void>> keep_alive;
   // Bytes of the argument tensors (for the inline-run decision and the memory budget).
   int64_t input_bytes = 0;
   // Where the front end will put result 0 (a shared memory region): on the CPU, an op
-  // with an out= overload computes it there, and results[0] is then a view of it (its
-  // keep_alive entry is empty: the front end keeps the buffer alive). Otherwise the
+  // with an out= overload computes it there, and results[0] is then a view of it (with
+  // no owner: the front end keeps the buffer alive). Otherwise the
   // result is in memory of its own, and the front end copies it. data == nullptr: none.
   struct OutputBuffer {
     void* data = nullptr;

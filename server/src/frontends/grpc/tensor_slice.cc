@@ -5,9 +5,9 @@
 
 namespace myops::server {
 
-grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner) {
+grpc::Slice TensorSlice(const TensorView& view) {
   if (view.bytes == 0) return grpc::Slice();
-  auto* holder = new std::shared_ptr<const void>(owner);
+  auto* holder = new std::shared_ptr<const void>(view.owner);
   return grpc::Slice(
       grpc_slice_new_with_user_data(
           const_cast<void*>(view.data), static_cast<size_t>(view.bytes),

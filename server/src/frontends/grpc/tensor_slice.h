@@ -2,16 +2,15 @@
 // no copy; the slice holds a reference to the tensor's owner until gRPC has sent it.
 #pragma once
 
-#include <memory>
-
 #include <grpcpp/support/slice.h>
 
 #include "runtime/tensor_view.h"
 
 namespace myops::server {
 
-// The slice of `view`'s bytes, keeping `owner` alive until gRPC frees the slice (an
-// empty slice for an empty tensor).
-grpc::Slice TensorSlice(const TensorView& view, const std::shared_ptr<const void>& owner);
+// The slice of `view`'s bytes, keeping its owner (TensorView::owner) alive until gRPC
+// frees the slice (an empty slice for an empty tensor). A view without an owner must
+// outlive the slice.
+grpc::Slice TensorSlice(const TensorView& view);
 
 }  // namespace myops::server

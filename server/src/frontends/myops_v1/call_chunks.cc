@@ -291,7 +291,7 @@ bool ChunkAssembly::TakeUnfinished(uint64_t* id, absl::Status* error) {
 }
 
 std::vector<grpc::ByteBuffer> EncodeResultChunks(grpc::ByteBuffer response, uint64_t request_id,
-                                                 const std::vector<ChunkedResult>& chunked,
+                                                 const std::vector<TensorView>& chunked,
                                                  uint64_t limit) {
   std::vector<grpc::ByteBuffer> out;
   out.push_back(std::move(response));
@@ -299,7 +299,7 @@ std::vector<grpc::ByteBuffer> EncodeResultChunks(grpc::ByteBuffer response, uint
       std::min(std::max(limit, 2 * kChunkOverheadBytes), kMaxResultChunkBytes) -
       kChunkOverheadBytes);
   for (size_t i = 0; i < chunked.size(); ++i) {
-    const TensorView& t = chunked[i].view;
+    const TensorView& t = chunked[i];
     for (int64_t offset = 0; offset < t.bytes; offset += piece) {
       TensorView part = t;
       part.data = static_cast<const uint8_t*>(t.data) + offset;
@@ -310,8 +310,7 @@ std::vector<grpc::ByteBuffer> EncodeResultChunks(grpc::ByteBuffer response, uint
       tail.set_offset(static_cast<uint64_t>(offset));
       wire::MessageWriter chunk;
       chunk.AppendBytes(head.SerializeAsString());
-      chunk.AppendData(myops::v1::TensorChunk::kDataFieldNumber,
-                       TensorSlice(part, chunked[i].owner));
+      chunk.AppendData(myops::v1::TensorChunk::kDataFieldNumber, TensorSlice(part));
       chunk.AppendBytes(tail.SerializeAsString());
       wire::MessageWriter message;
       message.AppendMessage(myops::v1::CallStreamResponse::kChunkFieldNumber, std::move(chunk));

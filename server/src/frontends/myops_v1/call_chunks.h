@@ -129,14 +129,11 @@ class ChunkAssembly {
 };
 
 // A CallStream response larger than `limit` bytes, as messages: `response` (a
-// CallStreamResponse as EncodeCallStreamResponse wrote it with `chunked` tensors), then
-// the chunks of those tensors, each message at most `limit` bytes.
-struct ChunkedResult {
-  TensorView view;
-  std::shared_ptr<const void> owner;
-};
+// CallStreamResponse as EncodeCallStreamResponse wrote it with `chunked` result tensors),
+// then the chunks of those tensors (slices of their memory, held by their owners), each
+// message at most `limit` bytes.
 std::vector<grpc::ByteBuffer> EncodeResultChunks(grpc::ByteBuffer response, uint64_t request_id,
-                                                 const std::vector<ChunkedResult>& chunked,
+                                                 const std::vector<TensorView>& chunked,
                                                  uint64_t limit);
 
 }  // namespace myops::server

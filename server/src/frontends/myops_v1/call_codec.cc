@@ -111,18 +111,15 @@ myops::v1::Tensor Head(const TensorView& view) {
   return head;
 }
 
-// One result as a Value message; its tensors take the next owners from `owners`. A
-// tensor written to a region (`region`) is sent as its head and the region's reference;
-// with `chunked`, a tensor with data as its head and chunked_byte_size, added there.
-wire::MessageWriter EncodeValue(const server::Value& v,
-                                std::vector<std::shared_ptr<const void>>::const_iterator* owner,
-                                const CallShm::Result* region,
-                                std::vector<ChunkedResult>* chunked) {
+// One result as a Value message; its tensors are sent from their memory (slices holding
+// their owners). A tensor written to a region (`region`) is sent as its head and the region's
+// reference; with `chunked`, a tensor with data as its head and chunked_byte_size, added there.
+wire::MessageWriter EncodeValue(const server::Value& v, const CallShm::Result* region,
+                                std::vector<TensorView>* chunked) {
   using K = server::Value::Kind;
   wire::MessageWriter out;
   Value small;
   if (region != nullptr && v.kind == K::kTensor) {
-    ++*owner;
     myops::v1::Tensor* head = small.mutable_tensor();
     *head = Head(v.tensor);
     head->mutable_shared_memory()->set_region(region->region);
@@ -134,14 +131,14 @@ wire::MessageWriter EncodeValue(const server::Value& v,
   // Appends tensor `t` as field `field` of `to`.
   auto tensor = [&](int field, const TensorView& t, wire::MessageWriter* to) {
     if (chunked == nullptr || t.bytes == 0) {
-      return to->AppendTensor(field, Head(t), TensorSlice(t, *(*owner)++));
+      return to->AppendTensor(field, Head(t), TensorSlice(t));
     }
     myops::v1::Tensor head = Head(t);
     head.set_chunked_byte_size(static_cast<uint64_t>(t.bytes));
     wire::MessageWriter inner;
     inner.AppendBytes(head.SerializeAsString());
     to->AppendMessage(field, std::move(inner));
-    chunked->push_back({t, *(*owner)++});
+    chunked->push_back(t);
   };
   switch (v.kind) {
     case K::kTensor:
@@ -185,14 +182,13 @@ wire::MessageWriter EncodeValue(const server::Value& v,
 }
 
 wire::MessageWriter ResponseWriter(const OpCall& call, const Timing& timing, uint64_t request_id,
-                                   const CallShm* shm, std::vector<ChunkedResult>* chunked) {
+                                   const CallShm* shm, std::vector<TensorView>* chunked) {
   wire::MessageWriter out;
-  auto owner = call.keep_alive.cbegin();
   for (size_t r = 0; r < call.results.size(); ++r) {
     const CallShm::Result* region =
         shm == nullptr ? nullptr : ResultRegion(*shm, r, call.results[r]);
     out.AppendMessage(myops::v1::CallResponse::kOutputsFieldNumber,
-                      EncodeValue(call.results[r], &owner, region, chunked));
+                      EncodeValue(call.results[r], region, chunked));
   }
   myops::v1::CallResponse rest;
   ToProto(timing, rest.mutable_timing());
@@ -236,7 +232,7 @@ grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const Timing& timing, ui
 
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const Timing& timing,
                                           uint64_t request_id, const CallShm* shm,
-                                          std::vector<ChunkedResult>* chunked) {
+                                          std::vector<TensorView>* chunked) {
   wire::MessageWriter out;
   myops::v1::CallStreamResponse id;
   id.set_request_id(request_id);

@@ -37,8 +37,8 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArguments(const myops::v1::CallReq
                                                         CallShm* shm = nullptr,
                                                         ChunkedTensors* chunks = nullptr);
 
-// CallResponse{outputs: call.results, timing, request_id}; result tensors reference the
-// memory kept in call.keep_alive (the slices hold it until gRPC has sent them); those
+// CallResponse{outputs: call.results, timing, request_id}; result tensors are slices of
+// their memory (holding its owner until gRPC has sent them); those
 // written to a region of `shm` are sent as its reference (frontends/myops_v1/call_shm.h).
 grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const Timing& timing, uint64_t request_id,
                                     const CallShm* shm = nullptr);
@@ -48,7 +48,7 @@ grpc::ByteBuffer EncodeCallResponse(const OpCall& call, const Timing& timing, ui
 // added to `chunked` in order for EncodeResultChunks.
 grpc::ByteBuffer EncodeCallStreamResponse(const OpCall& call, const Timing& timing,
                                           uint64_t request_id, const CallShm* shm = nullptr,
-                                          std::vector<ChunkedResult>* chunked = nullptr);
+                                          std::vector<TensorView>* chunked = nullptr);
 
 // `op` as listed, with the names of `devices` (the server's) it has kernels for.
 void DescribeOperator(const OpInfo& op, const std::vector<Device>& devices,

@@ -180,7 +180,7 @@ struct CallStreamKind {
     std::vector<grpc::ByteBuffer> out;
     out.push_back(EncodeCallStreamResponse(state.call, timing, id, &state.shm));
     if (state.response_limit == 0 || out[0].Length() <= state.response_limit) return out;
-    std::vector<ChunkedResult> chunked;
+    std::vector<TensorView> chunked;
     grpc::ByteBuffer head = EncodeCallStreamResponse(state.call, timing, id, &state.shm, &chunked);
     return EncodeResultChunks(std::move(head), id, chunked, state.response_limit);
   }

@@ -136,7 +136,6 @@ struct OutputTensor {
   std::vector<int64_t> shape;
   size_t result = 0;
   int element = -1;     // of a Tensor[] result
-  size_t owner = 0;     // tensors: the index of their memory's owner in call.keep_alive
   size_t selected = 0;  // the index in `selected` (the request's outputs) it answers
   bool is_tensor = false;
   bool in_shared_memory = false;  // written to the request's region: sent without bytes

@@ -175,7 +175,7 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
       const Value& result = call.results[o.result];
       const TensorView& view =
           o.element < 0 ? result.tensor : result.tensor_list[static_cast<size_t>(o.element)];
-      contents.push_back(TensorSlice(view, call.keep_alive.at(o.owner)));
+      contents.push_back(TensorSlice(view));
     } else {
       contents.push_back(grpc::Slice(o.owned));
     }

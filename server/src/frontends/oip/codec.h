@@ -117,8 +117,8 @@ absl::StatusOr<ShmOutputs> OutputSlices(const OpInfo& op,
 
 // ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} for
 // the results `selected` of `call` (ResultOutputs: None results left out, Tensor[]
-// results one output per element): tensors are sent from their own memory (kept alive by
-// call.keep_alive through the slices), not copied. Outputs in `shm` are written there
+// results one output per element): tensors are sent from their own memory (the slices
+// hold its owner), not copied. Outputs in `shm` are written there
 // (WriteShmOutputs) and sent as an empty raw_output_contents entry. Errors as
 // ResultOutputs and WriteShmOutputs.
 absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,

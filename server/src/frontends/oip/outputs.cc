@@ -87,14 +87,6 @@ absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
 absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const OpCall& call,
                                                         const std::vector<OutputRef>& selected) {
   const std::vector<std::string> names = OutputNames(op);
-  // The index in call.keep_alive of each result's (first) tensor's owner.
-  std::vector<size_t> owner_of(call.results.size(), 0);
-  size_t next_owner = 0;
-  for (size_t r = 0; r < call.results.size(); ++r) {
-    owner_of[r] = next_owner;
-    if (call.results[r].kind == K::kTensor) next_owner += 1;
-    next_owner += call.results[r].tensor_list.size();
-  }
   std::vector<OutputTensor> outputs;
   for (size_t k = 0; k < selected.size(); ++k) {
     const OutputRef& ref = selected[k];
@@ -111,7 +103,6 @@ absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const 
       out.result = r;
       out.element = element;
       out.selected = k;
-      out.owner = owner_of[r] + static_cast<size_t>(element < 0 ? 0 : element);
       out.type = DatatypeOf(t.dtype);
       if (out.type == nullptr) {
         return absl::StatusOr<OutputTensor>(absl::UnimplementedError(

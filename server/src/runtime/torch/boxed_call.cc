@@ -85,7 +85,7 @@ bool InArguments(const at::Tensor& t, const OpCall& call) {
   return false;
 }
 
-TensorView ToResultTensor(at::Tensor t, OpCall& call) {
+TensorView ToResultTensor(at::Tensor t, const OpCall& call) {
   auto dtype = FromScalarType(t.scalar_type());
   if (!dtype.has_value()) {
     throw c10::NotImplementedError({__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
@@ -102,7 +102,7 @@ TensorView ToResultTensor(at::Tensor t, OpCall& call) {
   view.shape = t.sizes().vec();
   view.data = t.data_ptr();
   view.bytes = static_cast<int64_t>(t.nbytes());
-  call.keep_alive.push_back(std::make_shared<at::Tensor>(std::move(t)));
+  view.owner = std::make_shared<at::Tensor>(std::move(t));
   return view;
 }
 
@@ -201,7 +201,7 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
   value.tensor.shape = result.sizes().vec();
   value.tensor.data = buffer.data;
   value.tensor.bytes = static_cast<int64_t>(result.nbytes());
-  call.keep_alive.emplace_back();  // one entry per result tensor; the front end owns it
+  // No owner: the front end owns the buffer.
   call.results.push_back(std::move(value));
   return true;
 }
