@@ -124,15 +124,14 @@ class Kinds {
     auto index = kserve::FindModel(registry_, request.model_name(), request.model_version());
     Check(index.status());
     const OpInfo& op = registry_.ops()[static_cast<size_t>(*index)];
-    kserve::Scratch scratch;
-    auto args = kserve::DecodeInferInputs(op, request, limits_, &scratch);
-    Check(args.status());
-    auto selected = kserve::SelectOutputs(op, request);
-    Check(selected.status());
-    OpCall call = Bind(registry_.Name(*index), std::move(*args), run);
-    auto response = kserve::EncodeInferResponse(op, request, call, *selected, {});
-    Check(response.status());
-    sink_ += response->Length();
+    kserve::InferRequest decoded;
+    Check(kserve::DecodeInferRequest(request, op.QualifiedName(), limits_, nullptr, &decoded));
+    kserve::InferCall state;
+    Check(kserve::BindInfer(op, nullptr, {}, &decoded, &state));
+    state.call = Bind(registry_.Name(*index), std::move(state.args), run);
+    auto outputs = kserve::InferOutputs(state);
+    Check(outputs.status());
+    sink_ += kserve::EncodeInferResponse(request, *outputs, state.call).Length();
   }
 
   size_t sink() const { return sink_; }

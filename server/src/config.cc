@@ -9,88 +9,103 @@
 
 namespace myops::server {
 
-ParseResult ParseCommandLine(int argc, char** argv) {
-  ParseResult r;
-  Config& c = r.config;
-  ServerOptions& s = c.server;
-  CLI::App app{"myops-server: custom PyTorch operators over gRPC (myops.v1.Myops)"};
-  app.set_version_flag("--version", std::string(MYOPS_VERSION_STRING));
-  app.get_formatter()->column_width(38);
+namespace {
 
-  auto env = [](CLI::Option* o, const char* name) {
-    return o->envname(name)->capture_default_str();
-  };
-  env(app.add_option("--address", s.address, "Listen address HOST:PORT (port 0: any free port)"),
-      "MYOPS_ADDRESS");
-  env(app.add_option("--devices", s.executor.devices,
+// CLI11 option `o` with its environment variable `name` and its default shown in --help.
+CLI::Option* Env(CLI::Option* o, const char* name) {
+  return o->envname(name)->capture_default_str();
+}
+
+// Where operators come from and how they run.
+void AddExecutorFlags(CLI::App& app, ExecutorOptions* e) {
+  auto env = Env;
+  env(app.add_option("--devices", e->devices,
                      "auto | cpu | cuda | cuda:N, comma-separated (auto: all GPUs then cpu)"),
       "MYOPS_DEVICES");
-  env(app.add_option("--load-library", s.executor.libraries,
+  env(app.add_option("--load-library", e->libraries,
                      "Operator library (.so) to load before the operators are listed; "
                      "repeatable (environment: ':'-separated)")
           ->delimiter(':'),
       "MYOPS_LOAD_LIBRARY");
-  env(app.add_option("--libpython", s.executor.libpython,
+  env(app.add_option("--libpython", e->libpython,
                      "libpython to load for libraries built as Python extensions (default: "
                      "the one of the pythonX.Y in the library's path)"),
       "MYOPS_LIBPYTHON");
-  env(app.add_option("--ops", s.executor.ops,
+  env(app.add_option("--ops", e->ops,
                      "Operators served, comma-separated: namespace::*, namespace::op, "
                      "namespace::op.overload (aten and other built-ins only when named)"),
       "MYOPS_OPS");
-  env(app.add_option("--cpu-workers", s.executor.cpu_workers,
+  env(app.add_option("--cpu-workers", e->cpu_workers,
                      "CPU worker threads (0: one per hardware thread)")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_CPU_WORKERS");
-  env(app.add_option("--cuda-workers", s.executor.cuda_workers,
+  env(app.add_option("--cuda-workers", e->cuda_workers,
                      "Worker threads per GPU, each with its own CUDA stream")
           ->check(CLI::PositiveNumber),
       "MYOPS_CUDA_WORKERS");
-  env(app.add_option("--intra-op-threads", s.executor.intra_op_threads,
+  env(app.add_option("--intra-op-threads", e->intra_op_threads,
                      "PyTorch intra-op threads (0: PyTorch's default)")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_INTRA_OP_THREADS");
-  env(app.add_option("--inline-max-bytes", s.executor.inline_max_bytes,
+  env(app.add_option("--inline-max-bytes", e->inline_max_bytes,
                      "CPU requests up to this many bytes run on the gRPC thread (0: never)")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_INLINE_MAX_BYTES");
-  env(app.add_option("--max-message-bytes", s.limits.max_message_bytes,
+}
+
+// What one request and all of them together may take.
+void AddLimitFlags(CLI::App& app, ServiceLimits* l) {
+  auto env = Env;
+  env(app.add_option("--max-message-bytes", l->max_message_bytes,
                      "Largest request/response message, bytes (<= 2 GiB)")
           ->check(CLI::Range(int64_t{1024}, int64_t{2147483647})),
       "MYOPS_MAX_MESSAGE_BYTES");
-  env(app.add_option("--max-elements", s.limits.tensor.max_elements, "Largest tensor, elements")
+  env(app.add_option("--max-elements", l->tensor.max_elements, "Largest tensor, elements")
           ->check(CLI::PositiveNumber),
       "MYOPS_MAX_ELEMENTS");
-  env(app.add_option("--max-inflight", s.limits.max_inflight,
+  env(app.add_option("--max-inflight", l->max_inflight,
                      "Requests processed at once; more get RESOURCE_EXHAUSTED")
           ->check(CLI::PositiveNumber),
       "MYOPS_MAX_INFLIGHT");
-  env(app.add_option("--max-inflight-bytes", s.limits.max_inflight_bytes,
+  env(app.add_option("--max-inflight-bytes", l->max_inflight_bytes,
                      "Memory budget: bytes held for requests at once (inputs, outputs, "
                      "unsent stream responses); 0: half the container's or machine's memory")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_MAX_INFLIGHT_BYTES");
-  env(app.add_option("--max-streams", s.limits.max_streams,
-                     "ScaleShiftStream RPCs open at once; more get RESOURCE_EXHAUSTED")
+  env(app.add_option(
+             "--max-streams", l->max_streams,
+             "Streaming RPCs (ScaleShiftStream, CallStream, ModelStreamInfer) open at once; "
+             "more get RESOURCE_EXHAUSTED")
           ->check(CLI::PositiveNumber),
       "MYOPS_MAX_STREAMS");
-  env(app.add_option("--max-concurrent-streams", s.limits.max_concurrent_streams,
+  env(app.add_option("--max-concurrent-streams", l->max_concurrent_streams,
                      "RPCs at once on one client connection (HTTP/2 streams)")
           ->check(CLI::Range(int64_t{1}, int64_t{2147483647})),
       "MYOPS_MAX_CONCURRENT_STREAMS");
-  double drain_s = 1;
-  env(app.add_option("--drain-delay", drain_s,
+}
+
+// Durations in seconds, as the flags take them.
+struct Seconds {
+  double drain = 1;
+  double grace = 30;
+  double max_age = 0;
+  double max_age_grace = 0;
+};
+
+// Shutdown, connection ages and the replica's name.
+void AddLifecycleFlags(CLI::App& app, ServerOptions* s, Seconds* seconds) {
+  auto env = Env;
+  env(app.add_option("--drain-delay", seconds->drain,
                      "Seconds after SIGTERM/SIGINT during which health is NOT_SERVING but "
                      "requests are still accepted (lets requests on the wire arrive)")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_DRAIN_DELAY");
-  double grace_s = 30;
-  env(app.add_option("--grace-period", grace_s,
+  env(app.add_option("--grace-period", seconds->grace,
                      "Seconds in-flight requests may take to finish after the drain delay")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_GRACE_PERIOD");
-  s.replica_name = HostName();
-  env(app.add_option("--replica-name", s.replica_name,
+  s->replica_name = HostName();
+  env(app.add_option("--replica-name", s->replica_name,
                      "Name sent as response metadata \"myops-replica\" on every RPC, so "
                      "balancing clients can tell replicas apart (default: the host name; in "
                      "Kubernetes the pod's); empty: none")
@@ -104,62 +119,87 @@ ParseResult ParseCommandLine(int argc, char** argv) {
               },
               "TEXT")),
       "MYOPS_REPLICA_NAME");
-  double max_age_s = 0;
-  env(app.add_option("--max-connection-age", max_age_s,
+  env(app.add_option("--max-connection-age", seconds->max_age,
                      "Seconds after which a client connection gets a GOAWAY (+-10% jitter), "
                      "so clients reconnect, re-resolve and spread onto new replicas; 0: never")
           ->check(CLI::Range(0.0, 2147483.0)),
       "MYOPS_MAX_CONNECTION_AGE");
-  double max_age_grace_s = 0;
-  env(app.add_option("--max-connection-age-grace", max_age_grace_s,
+  env(app.add_option("--max-connection-age-grace", seconds->max_age_grace,
                      "Seconds RPCs still open on an aged connection may take before they "
                      "are cancelled; 0: no limit")
           ->check(CLI::Range(0.0, 2147483.0)),
       "MYOPS_MAX_CONNECTION_AGE_GRACE");
-  env(app.add_option("--log-level", c.log_level, "error | warn | info | debug")
+}
+
+// Logging, security and the other endpoints.
+void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
+  auto env = Env;
+  env(app.add_option("--log-level", c->log_level, "error | warn | info | debug")
           ->check(CLI::IsMember({"error", "warn", "info", "debug"})),
       "MYOPS_LOG_LEVEL");
-  env(app.add_option("--tls-cert", s.tls.cert_file, "PEM certificate chain (enables TLS)"),
+  env(app.add_option("--tls-cert", s->tls.cert_file, "PEM certificate chain (enables TLS)"),
       "MYOPS_TLS_CERT");
-  env(app.add_option("--tls-key", s.tls.key_file, "PEM private key for --tls-cert"),
+  env(app.add_option("--tls-key", s->tls.key_file, "PEM private key for --tls-cert"),
       "MYOPS_TLS_KEY");
-  env(app.add_option("--tls-client-ca", s.tls.client_ca_file,
+  env(app.add_option("--tls-client-ca", s->tls.client_ca_file,
                      "PEM CA that client certificates must chain to (mutual TLS)"),
       "MYOPS_TLS_CLIENT_CA");
-  env(app.add_option("--auth-token-file", s.auth_token_file,
-                     "File holding a bearer token (one line) that every myops.v1.Myops call "
-                     "must send as \"authorization: Bearer <token>\"; grpc.health.v1 and "
-                     "reflection stay open for probes"),
+  env(app.add_option("--auth-token-file", s->auth_token_file,
+                     "File holding a bearer token (one line) that every call must send as "
+                     "\"authorization: Bearer <token>\": myops.v1 and the Open Inference "
+                     "Protocol, gRPC and HTTP/REST; grpc.health.v1, reflection, metrics and "
+                     "the REST health endpoints stay open for probes"),
       "MYOPS_AUTH_TOKEN_FILE");
-  env(app.add_option("--reflection", s.reflection, "Serve gRPC server reflection"),
+  env(app.add_option("--reflection", s->reflection, "Serve gRPC server reflection"),
       "MYOPS_REFLECTION");
-  env(app.add_option("--health-address", s.health_address,
+  env(app.add_option("--health-address", s->health_address,
                      "Plaintext grpc.health.v1 only, on HOST:PORT (probes when TLS is on)"),
       "MYOPS_HEALTH_ADDRESS");
-  env(app.add_option("--http-address", s.http_address,
+  env(app.add_option("--http-address", s->http_address,
                      "Open Inference Protocol (KServe v2) HTTP/REST on HOST:PORT (port 0: any "
                      "free port), with the TLS and token of gRPC; empty: off"),
       "MYOPS_HTTP_ADDRESS");
-  env(app.add_flag("--allow-shared-memory", s.shared_memory.allow,
+  env(app.add_flag("--allow-shared-memory", s->shared_memory.allow,
                    "Accept system shared memory (Triton's SystemSharedMemory* RPCs; tensors "
                    "named by region instead of sent): for clients on this host. Any client "
                    "that may call the server can then map POSIX shared memory objects this "
                    "process can open: allow it only with a token, or on a port only trusted "
                    "clients reach"),
       "MYOPS_ALLOW_SHARED_MEMORY");
-  env(app.add_option("--shared-memory-max-regions", s.shared_memory.limits.max_regions,
+  env(app.add_option("--shared-memory-max-regions", s->shared_memory.limits.max_regions,
                      "Shared memory regions registered at once, at most")
           ->check(CLI::Range(1, 1 << 20)),
       "MYOPS_SHARED_MEMORY_MAX_REGIONS");
-  env(app.add_option("--shared-memory-max-bytes", s.shared_memory.limits.max_total_bytes,
+  env(app.add_option("--shared-memory-max-bytes", s->shared_memory.limits.max_total_bytes,
                      "Bytes of all registered regions together, at most (mapped, not "
                      "allocated: the clients' memory)")
           ->check(CLI::PositiveNumber),
       "MYOPS_SHARED_MEMORY_MAX_BYTES");
-  env(app.add_option("--metrics-address", s.metrics_address,
+  env(app.add_option("--metrics-address", s->metrics_address,
                      "Prometheus metrics (GET /metrics) on HOST:PORT; empty: off"),
       "MYOPS_METRICS_ADDRESS");
+}
 
+std::chrono::milliseconds Millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+}  // namespace
+
+ParseResult ParseCommandLine(int argc, char** argv) {
+  ParseResult r;
+  Config& c = r.config;
+  ServerOptions& s = c.server;
+  CLI::App app{"myops-server: custom PyTorch operators over gRPC (myops.v1.Myops)"};
+  app.set_version_flag("--version", std::string(MYOPS_VERSION_STRING));
+  app.get_formatter()->column_width(38);
+  Env(app.add_option("--address", s.address, "Listen address HOST:PORT (port 0: any free port)"),
+      "MYOPS_ADDRESS");
+  AddExecutorFlags(app, &s.executor);
+  AddLimitFlags(app, &s.limits);
+  Seconds seconds;
+  AddLifecycleFlags(app, &s, &seconds);
+  AddEndpointFlags(app, &c, &s);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -170,11 +210,10 @@ ParseResult ParseCommandLine(int argc, char** argv) {
   }
   // The tensor byte limit follows the message limit (a tensor must fit in a message).
   s.limits.tensor.max_bytes = s.limits.max_message_bytes;
-  c.drain_delay = std::chrono::milliseconds(static_cast<int64_t>(drain_s * 1000));
-  c.grace_period = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
-  s.max_connection_age = std::chrono::milliseconds(static_cast<int64_t>(max_age_s * 1000));
-  s.max_connection_age_grace =
-      std::chrono::milliseconds(static_cast<int64_t>(max_age_grace_s * 1000));
+  c.drain_delay = Millis(seconds.drain);
+  c.grace_period = Millis(seconds.grace);
+  s.max_connection_age = Millis(seconds.max_age);
+  s.max_connection_age_grace = Millis(seconds.max_age_grace);
   return r;
 }
 

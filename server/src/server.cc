@@ -81,6 +81,52 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsOp
   return grpc::SslServerCredentials(ssl);
 }
 
+// The gRPC server's transport: message sizes, what clients may make gRPC hold before a
+// handler runs (`budget_bytes`: the memory budget), connection ages, the replica's
+// metadata.
+void ConfigureTransport(const ServerOptions& options, int64_t budget_bytes,
+                        grpc::ServerBuilder* builder) {
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would start and
+  // silently take a share of its connections. A port in use is a startup error instead.
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  auto clamp = [](int64_t bytes) {
+    return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
+  };
+  builder->SetMaxReceiveMessageSize(clamp(options.limits.max_message_bytes));
+  // A response is its request plus a few fields: never refuse one the request fit.
+  builder->SetMaxSendMessageSize(
+      clamp(options.limits.max_message_bytes + kMaxResponseOverheadBytes));
+  // gRPC's own bounds on what clients can make it hold before a handler runs: HTTP/2
+  // streams per connection, and a memory quota for the transport (under its pressure
+  // gRPC shrinks flow-control windows, and beyond it resets streams).
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                              clamp(options.limits.max_concurrent_streams));
+  // No BDP probing: it grows the windows of streams that stopped reading, and the bytes
+  // clients push into them are held outside the budget (a hostile mix measured 420-540
+  // MiB above a 256 MiB budget with it, 350 without). The cost: a request over 64 KiB
+  // waits one round trip for its window (p50 +20-30 us at 64-256 KiB, bench/README.md).
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto millis = [&clamp](std::chrono::milliseconds ms) { return clamp(ms.count()); };
+  if (options.max_connection_age.count() > 0) {
+    builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, millis(options.max_connection_age));
+    if (options.max_connection_age_grace.count() > 0) {
+      builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                                  millis(options.max_connection_age_grace));
+    }
+  }
+  if (!options.replica_name.empty()) {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(ReplicaMetadataFactory(options.replica_name));
+    builder->experimental().SetInterceptorCreators(std::move(creators));
+  }
+  // Sized so that one message of the largest size can still arrive (and be refused with
+  // a precise status) when the budget is full: below that, gRPC resets streams itself.
+  grpc::ResourceQuota quota("myops-server");
+  quota.Resize(static_cast<size_t>(budget_bytes + options.limits.max_message_bytes +
+                                   kMaxResponseOverheadBytes));
+  builder->SetResourceQuota(quota);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
@@ -113,46 +159,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would start and
-  // silently take a share of its connections. A port in use is a startup error instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.address, *credentials, &s->port_);
-  auto clamp = [](int64_t bytes) {
-    return static_cast<int>(std::min<int64_t>(bytes, std::numeric_limits<int>::max()));
-  };
-  builder.SetMaxReceiveMessageSize(clamp(options.limits.max_message_bytes));
-  // A response is its request plus a few fields: never refuse one the request fit.
-  builder.SetMaxSendMessageSize(
-      clamp(options.limits.max_message_bytes + kMaxResponseOverheadBytes));
-  // gRPC's own bounds on what clients can make it hold before a handler runs: HTTP/2
-  // streams per connection, and a memory quota for the transport (under its pressure
-  // gRPC shrinks flow-control windows, and beyond it resets streams).
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             clamp(options.limits.max_concurrent_streams));
-  // No BDP probing: it grows the windows of streams that stopped reading, and the bytes
-  // clients push into them are held outside the budget (a hostile mix measured 420-540
-  // MiB above a 256 MiB budget with it, 350 without). The cost: a request over 64 KiB
-  // waits one round trip for its window (p50 +20-30 us at 64-256 KiB, bench/README.md).
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  auto millis = [&clamp](std::chrono::milliseconds ms) { return clamp(ms.count()); };
-  if (options.max_connection_age.count() > 0) {
-    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, millis(options.max_connection_age));
-    if (options.max_connection_age_grace.count() > 0) {
-      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
-                                 millis(options.max_connection_age_grace));
-    }
-  }
-  if (!options.replica_name.empty()) {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-    creators.push_back(ReplicaMetadataFactory(options.replica_name));
-    builder.experimental().SetInterceptorCreators(std::move(creators));
-  }
-  // Sized so that one message of the largest size can still arrive (and be refused with
-  // a precise status) when the budget is full: below that, gRPC resets streams itself.
-  grpc::ResourceQuota quota("myops-server");
-  quota.Resize(static_cast<size_t>(s->pipeline_->budget().limit() +
-                                   options.limits.max_message_bytes + kMaxResponseOverheadBytes));
-  builder.SetResourceQuota(quota);
+  ConfigureTransport(options, s->pipeline_->budget().limit(), &builder);
   builder.RegisterService(s->service_.get());
   builder.RegisterService(s->kserve_.get());
   s->server_ = builder.BuildAndStart();
@@ -165,35 +173,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
             : " (address in use, or --tls-cert and --tls-key do not match? gRPC's log above "
               "says why)"));
   }
-  if (!options.health_address.empty()) {
-    grpc::ServerBuilder health_builder;  // No services: gRPC adds the default health one.
-    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    health_builder.AddListeningPort(options.health_address, grpc::InsecureServerCredentials(),
-                                    &s->health_port_);
-    s->health_server_ = health_builder.BuildAndStart();
-    if (!s->health_server_ || s->health_port_ == 0) {
-      s->Shutdown(std::chrono::milliseconds(0));
-      return absl::UnavailableError(
-          absl::StrCat("cannot listen for health checks on ", options.health_address));
-    }
-  }
-  if (!options.http_address.empty()) {
-    HttpOptions http{options.http_address,
-                     {options.tls.cert_file, options.tls.key_file, options.tls.client_ca_file}};
-    auto started = KServeHttp::Start(http, s->pipeline_.get(), auth);
-    if (!started.ok()) {
-      s->Shutdown(std::chrono::milliseconds(0));
-      return started.status();
-    }
-    s->http_ = std::move(*started);
-  }
-  if (!options.metrics_address.empty()) {
-    auto metrics = MetricsEndpoint::Start(options.metrics_address, s->pipeline_->metrics());
-    if (!metrics.ok()) {
-      s->Shutdown(std::chrono::milliseconds(0));
-      return metrics.status();
-    }
-    s->metrics_ = std::move(*metrics);
+  if (absl::Status started = s->StartEndpoints(auth); !started.ok()) {
+    s->Shutdown(std::chrono::milliseconds(0));
+    return started;
   }
   for (grpc::Server* server : {s->server_.get(), s->health_server_.get()}) {
     if (server == nullptr) continue;
@@ -203,6 +185,33 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     health->SetServingStatus("inference.GRPCInferenceService", true);
   }
   return s;
+}
+
+absl::Status Server::StartEndpoints(const BearerAuth& auth) {
+  if (!options_.health_address.empty()) {
+    grpc::ServerBuilder health_builder;  // No services: gRPC adds the default health one.
+    health_builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    health_builder.AddListeningPort(options_.health_address, grpc::InsecureServerCredentials(),
+                                    &health_port_);
+    health_server_ = health_builder.BuildAndStart();
+    if (!health_server_ || health_port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen for health checks on ", options_.health_address));
+    }
+  }
+  if (!options_.http_address.empty()) {
+    HttpOptions http{options_.http_address,
+                     {options_.tls.cert_file, options_.tls.key_file, options_.tls.client_ca_file}};
+    auto started = KServeHttp::Start(http, pipeline_.get(), auth);
+    if (!started.ok()) return started.status();
+    http_ = std::move(*started);
+  }
+  if (!options_.metrics_address.empty()) {
+    auto metrics = MetricsEndpoint::Start(options_.metrics_address, pipeline_->metrics());
+    if (!metrics.ok()) return metrics.status();
+    metrics_ = std::move(*metrics);
+  }
+  return absl::OkStatus();
 }
 
 Server::~Server() { Shutdown(std::chrono::milliseconds(0)); }

@@ -93,6 +93,8 @@ class Server {
 
  private:
   Server() = default;
+  // Starts the health-only, HTTP/REST and metrics endpoints that `options_` asks for.
+  absl::Status StartEndpoints(const BearerAuth& auth);
 
   ServerOptions options_;
   std::unique_ptr<Executor> executor_;

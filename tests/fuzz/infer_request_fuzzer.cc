@@ -1,14 +1,15 @@
 // Fuzz target: the Open Inference Protocol's gRPC ModelInfer decoding, as the front end
-// runs it (kserve_service.cc): wire::CheckInferRequestHead over an
+// runs it (frontends/oip/grpc/service.cc): wire::CheckInferRequestHead over an
 // inference.ModelInferRequest received as several slices (slices.h), kserve::
-// ParseInferRequest, then DecodeInferInputs with the default limits for an operator taking
-// a tensor, a float, an int list, a tensor list and a str, RequestTimeout, SelectOutputs
-// and OutputSlices, on a server with shared memory: one 64 KiB region registered as "r"
-// (kserve_shm.h). Beyond "no crash, no sanitizer report", checks what the front end relies on:
-// refusals are INVALID_ARGUMENT (NOT_FOUND for an unknown region); the memory the head check lets
-// protobuf take (received bytes plus 8 per packed byte, what the budget reserves) bounds
-// the parsed message; every decoded tensor holds numel * itemsize bytes, and one in
-// shared memory lies inside the region or in a copy the budget granted.
+// ParseInferRequest, DecodeInferRequest with the default limits, then BindInfer (the
+// binding shared with REST: arguments, timeout, outputs, regions) for an operator taking
+// a tensor, a float, an int list, a tensor list and a str, on a server with shared memory:
+// one 64 KiB region registered as "r" (frontends/oip/shm.h). Beyond "no crash, no
+// sanitizer report", checks what the front end relies on: refusals are INVALID_ARGUMENT
+// (NOT_FOUND for an unknown region); the memory the head check lets protobuf take
+// (received bytes plus 8 per packed byte, what the budget reserves) bounds the parsed
+// message; every decoded tensor holds numel * itemsize bytes, and one in shared memory
+// lies inside the region or in a copy the budget granted.
 #include <string>
 
 #include "frontends/oip/codec.h"
@@ -64,8 +65,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     return s.code() == absl::StatusCode::kInvalidArgument ||
            s.code() == absl::StatusCode::kNotFound;
   };
-  myops::server::kserve::Scratch scratch;
-  std::vector<myops::server::SharedMemorySlice> slices;
   int64_t granted = 0;
   auto reserve = [&granted](int64_t bytes) {
     if (bytes < 0 || static_cast<uint64_t>(bytes) > myops::fuzz::kFuzzRegionBytes)
@@ -73,17 +72,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     granted += bytes;
     return absl::OkStatus();
   };
-  auto args = myops::server::kserve::DecodeInferInputs(Op(), request, myops::server::TensorLimits{},
-                                                       &myops::fuzz::RegistryWithRegion(), reserve,
-                                                       &slices, &scratch);
-  if (!args.ok()) {
-    if (!refused(args.status())) Fail("the decode's code");
+  namespace k = myops::server::kserve;
+  k::InferRequest decoded;
+  const myops::server::SharedMemoryRegistry* shm = &myops::fuzz::RegistryWithRegion();
+  if (absl::Status s = k::DecodeInferRequest(request, Op().QualifiedName(),
+                                             myops::server::TensorLimits{}, shm, &decoded);
+      !s.ok()) {
+    if (!refused(s)) Fail("the decode's code");
     return 0;
   }
-  for (const auto& slice : slices) {
+  k::InferCall call;
+  if (absl::Status s = k::BindInfer(Op(), shm, reserve, &decoded, &call); !s.ok()) {
+    if (!refused(s)) Fail("the binding's code");
+    return 0;
+  }
+  for (const auto& slice : call.shm_inputs) {
     if (slice.size() > myops::fuzz::kFuzzRegionBytes) Fail("a slice beyond the region");
   }
-  for (const myops::server::NamedValue& v : *args) {
+  for (const myops::server::NamedValue& v : call.args) {
     if (v.value.kind != myops::server::Value::Kind::kTensor) continue;
     const myops::server::TensorView& t = v.value.tensor;
     int64_t numel = 1;
@@ -92,22 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       Fail("a tensor's bytes are not numel * itemsize");
     }
   }
-  auto timeout = myops::server::kserve::RequestTimeout(Op(), request);
-  if (!timeout.ok() && timeout.status().code() != absl::StatusCode::kInvalidArgument) {
-    Fail("the timeout's code");
-  }
-  if (timeout.ok() && *timeout < 0) Fail("a negative timeout");
-  auto selected = myops::server::kserve::SelectOutputs(Op(), request);
-  if (!selected.ok()) {
-    if (selected.status().code() != absl::StatusCode::kInvalidArgument) {
-      Fail("the output selection's code");
-    }
-    return 0;
-  }
-  auto outputs = myops::server::kserve::OutputSlices(Op(), request, *selected,
-                                                     &myops::fuzz::RegistryWithRegion());
-  if (!outputs.ok() && !refused(outputs.status())) Fail("the output regions' code");
-  if (outputs.ok() && !outputs->empty() && outputs->slices.size() != selected->size()) {
+  if (call.timeout_us < 0) Fail("a negative timeout");
+  if (!call.shm_outputs.empty() && call.shm_outputs.slices.size() != call.selected.size()) {
     Fail("output regions not indexed like the outputs");
   }
   return 0;

@@ -1,7 +1,7 @@
 // Fuzz target: the Open Inference Protocol's REST request body, as POST .../infer reads
 // it: the first input byte chooses whether an Inference-Header-Content-Length header is
 // sent and (with the next two) its value; the rest is the body. SplitBody, then
-// ParseInferRequestJson with the default limits, then DecodeRestInputs for an operator
+// ParseInferRequestJson with the default limits, then InferArguments for an operator
 // taking a tensor, a float, an int list, a ScalarType and a str, then the response
 // encoding of the accepted inputs echoed as outputs. Beyond "no crash, no sanitizer
 // report", checks what the front end relies on: refusals are INVALID_ARGUMENT; data
@@ -90,9 +90,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   }
   if (copied > 8 * parts->json.size()) Fail("JSON data costs more than 8 bytes per byte");
   if (!in_regions) {
-    auto args = k::DecodeRestInputs(Op(), request);
+    auto args = k::InferArguments(Op(), &request);
     if (!args.ok() && args.status().code() != absl::StatusCode::kInvalidArgument) {
-      Fail("DecodeRestInputs's code");
+      Fail("InferArguments's code");
     }
   }
   request.outputs.clear();  // every echoed output, by binary_data_output

@@ -55,6 +55,44 @@ std::vector<std::pair<int, int>> Refs(const absl::StatusOr<std::vector<OutputRef
   return refs;
 }
 
+// The request decoded as the gRPC binding decodes it, and its arguments for `op`
+// (DecodeInferRequest, then InferArguments); `decoded` holds what their views point into.
+absl::StatusOr<std::vector<NamedValue>> DecodeArgs(const OpInfo& op,
+                                                   const inference::ModelInferRequest& request,
+                                                   const TensorLimits& limits,
+                                                   InferRequest* decoded) {
+  *decoded = InferRequest();
+  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), limits, nullptr, decoded);
+      !s.ok()) {
+    return s;
+  }
+  return InferArguments(op, decoded);
+}
+
+// The request's timeout as BindInfer reads it (microseconds; 0: none).
+absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op,
+                                       const inference::ModelInferRequest& request) {
+  InferRequest decoded;
+  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), {}, nullptr, &decoded);
+      !s.ok()) {
+    return s;
+  }
+  InferCall call;
+  if (absl::Status s = BindInfer(op, nullptr, {}, &decoded, &call); !s.ok()) return s;
+  return call.timeout_us;
+}
+
+// The outputs the request names, as the gRPC binding decodes them (SelectOutputs).
+absl::StatusOr<std::vector<OutputRef>> SelectedOutputs(
+    const OpInfo& op, const inference::ModelInferRequest& request) {
+  InferRequest decoded;
+  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), {}, nullptr, &decoded);
+      !s.ok()) {
+    return s;
+  }
+  return SelectOutputs(op, decoded.outputs);
+}
+
 // An FP32 input `name` of `values`, as raw contents.
 void AddRawInput(inference::ModelInferRequest* request, const std::string& name,
                  const std::vector<float>& values) {
@@ -91,8 +129,8 @@ TEST(KServeCodec, InputsAndParametersBecomeNamedArguments) {
   alpha->mutable_contents()->add_int_contents(3);
   (*request.mutable_parameters())["beta"].set_double_param(0.25);
   (*request.mutable_parameters())["sequence_id"].set_int64_param(9);  // not an argument
-  Scratch scratch;
-  auto args = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  InferRequest decoded;
+  auto args = DecodeArgs(registry.ops()[0], request, {}, &decoded);
   ASSERT_TRUE(args.ok()) << args.status();
   ASSERT_EQ(args->size(), 3u);
   EXPECT_EQ((*args)[0].name, "x");
@@ -113,8 +151,8 @@ TEST(KServeCodec, NarrowIntegersInTypedContentsAreCopied) {
   x->set_datatype("INT16");
   x->add_shape(3);
   for (int v : {-300, 7, 1000}) x->mutable_contents()->add_int_contents(v);
-  Scratch scratch;
-  auto args = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  InferRequest decoded;
+  auto args = DecodeArgs(registry.ops()[0], request, {}, &decoded);
   ASSERT_TRUE(args.ok()) << args.status();
   const TensorView& t = (*args)[0].value.tensor;
   ASSERT_EQ(t.bytes, 6);
@@ -123,34 +161,34 @@ TEST(KServeCodec, NarrowIntegersInTypedContentsAreCopied) {
   EXPECT_EQ(got[0], -300);
   EXPECT_EQ(got[1], 7);
   EXPECT_EQ(got[2], 1000);
-  EXPECT_EQ(scratch.size(), 1u);
+  EXPECT_EQ(decoded.scratch.size(), 1u);
 }
 
 TEST(KServeCodec, RefusesMismatchedContents) {
   const OpRegistry registry = TestRegistry();
-  Scratch scratch;
+  InferRequest decoded;
   inference::ModelInferRequest request;
   auto* x = request.add_inputs();
   x->set_name("x");
   x->set_datatype("FP32");
   x->add_shape(3);
   x->mutable_contents()->add_fp32_contents(1);
-  auto few = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  auto few = DecodeArgs(registry.ops()[0], request, {}, &decoded);
   EXPECT_THAT(few.status().message(),
               HasSubstr("has 1 elements in fp32_contents but shape [3] needs 3"));
   x->set_datatype("FP16");
-  auto half = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  auto half = DecodeArgs(registry.ops()[0], request, {}, &decoded);
   EXPECT_THAT(half.status().message(), HasSubstr("travels only as raw_input_contents"));
   x->clear_contents();
   x->set_datatype("FP32");
   request.add_raw_input_contents(std::string(12, '\0'));
   request.add_raw_input_contents(std::string(4, '\0'));
-  auto extra = DecodeInferInputs(registry.ops()[0], request, {}, &scratch);
+  auto extra = DecodeArgs(registry.ops()[0], request, {}, &decoded);
   EXPECT_THAT(extra.status().message(), HasSubstr("2 raw_input_contents for 1 inputs"));
   TensorLimits limits;
   limits.max_elements = 2;
   request.mutable_raw_input_contents()->RemoveLast();
-  auto over = DecodeInferInputs(registry.ops()[0], request, limits, &scratch);
+  auto over = DecodeArgs(registry.ops()[0], request, limits, &decoded);
   EXPECT_THAT(over.status().message(), HasSubstr("this server's limits are 2 elements"));
 }
 
@@ -159,14 +197,14 @@ TEST(KServeCodec, OutputsAreSelectedByName) {
   const OpInfo& pair = registry.ops()[1];
   EXPECT_EQ(OutputNames(registry.ops()[0]), std::vector<std::string>{"output__0"});
   inference::ModelInferRequest request;
-  EXPECT_EQ(Refs(SelectOutputs(pair, request)),
+  EXPECT_EQ(Refs(SelectedOutputs(pair, request)),
             (std::vector<std::pair<int, int>>{{0, -1}, {1, -1}}));
   request.add_outputs()->set_name("hi");
-  EXPECT_EQ(Refs(SelectOutputs(pair, request)), (std::vector<std::pair<int, int>>{{1, -1}}));
+  EXPECT_EQ(Refs(SelectedOutputs(pair, request)), (std::vector<std::pair<int, int>>{{1, -1}}));
   request.add_outputs()->set_name("hi");
-  EXPECT_THAT(SelectOutputs(pair, request).status().message(), HasSubstr("requested twice"));
+  EXPECT_THAT(SelectedOutputs(pair, request).status().message(), HasSubstr("requested twice"));
   request.mutable_outputs(1)->set_name("mid");
-  EXPECT_THAT(SelectOutputs(pair, request).status().message(),
+  EXPECT_THAT(SelectedOutputs(pair, request).status().message(),
               HasSubstr("has no output 'mid' (outputs: lo, hi)"));
 }
 
@@ -188,8 +226,8 @@ TEST(KServeCodec, TensorListArgumentsAreNumberedInputs) {
   AddRawInput(&request, "xs__1", {3, 4});  // any order
   AddRawInput(&request, "y", {9});
   AddRawInput(&request, "xs__0", {1});
-  Scratch scratch;
-  auto args = DecodeInferInputs(lists, request, {}, &scratch);
+  InferRequest decoded;
+  auto args = DecodeArgs(lists, request, {}, &decoded);
   ASSERT_TRUE(args.ok()) << args.status();
   ASSERT_EQ(args->size(), 2u);
   EXPECT_EQ((*args)[0].name, "y");
@@ -206,22 +244,22 @@ TEST(KServeCodec, TensorListArgumentsAreNumberedInputs) {
        std::vector<std::vector<std::string>>{{"xs__0", "xs__2"}, {"xs__0", "xs__0"}, {"xs__1"}}) {
     inference::ModelInferRequest bad;
     for (const std::string& n : names) AddRawInput(&bad, n, {1});
-    auto refused = DecodeInferInputs(lists, bad, {}, &scratch);
+    auto refused = DecodeArgs(lists, bad, {}, &decoded);
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(refused.status().message(), HasSubstr("must be numbered from xs__0 on"));
   }
   inference::ModelInferRequest whole;
   AddRawInput(&whole, "xs", {1});
-  EXPECT_THAT(DecodeInferInputs(lists, whole, {}, &scratch).status().message(),
+  EXPECT_THAT(DecodeArgs(lists, whole, {}, &decoded).status().message(),
               HasSubstr("is sent as one input per element, xs__0, xs__1, ..."));
   inference::ModelInferRequest parameter;
   (*parameter.mutable_parameters())["xs"].set_int64_param(1);
-  EXPECT_THAT(DecodeInferInputs(lists, parameter, {}, &scratch).status().message(),
+  EXPECT_THAT(DecodeArgs(lists, parameter, {}, &decoded).status().message(),
               HasSubstr("send it as inputs xs__0, xs__1, ..."));
   // Not a list: an element name of a Tensor argument is an unknown argument.
   inference::ModelInferRequest not_list;
   AddRawInput(&not_list, "y__0", {1});
-  auto unknown = DecodeInferInputs(lists, not_list, {}, &scratch);
+  auto unknown = DecodeArgs(lists, not_list, {}, &decoded);
   ASSERT_TRUE(unknown.ok());
   EXPECT_EQ((*unknown)[0].name, "y__0");
   EXPECT_EQ((*unknown)[0].value.kind, Value::Kind::kNone);
@@ -231,17 +269,17 @@ TEST(KServeCodec, TensorListOutputsAreSelectedWholeOrByElement) {
   const OpRegistry registry = TestRegistry();
   const OpInfo& lists = registry.ops()[2];
   inference::ModelInferRequest request;
-  EXPECT_EQ(Refs(SelectOutputs(lists, request)),
+  EXPECT_EQ(Refs(SelectedOutputs(lists, request)),
             (std::vector<std::pair<int, int>>{{0, -1}, {1, -1}}));
   request.add_outputs()->set_name("parts__2");
   request.add_outputs()->set_name("extra");
   request.add_outputs()->set_name("parts__0");
-  EXPECT_EQ(Refs(SelectOutputs(lists, request)),
+  EXPECT_EQ(Refs(SelectedOutputs(lists, request)),
             (std::vector<std::pair<int, int>>{{0, 2}, {1, -1}, {0, 0}}));
   request.add_outputs()->set_name("parts");  // and the whole list: twice
-  EXPECT_THAT(SelectOutputs(lists, request).status().message(), HasSubstr("requested twice"));
+  EXPECT_THAT(SelectedOutputs(lists, request).status().message(), HasSubstr("requested twice"));
   request.mutable_outputs(3)->set_name("extra__0");  // not a list
-  EXPECT_THAT(SelectOutputs(lists, request).status().message(),
+  EXPECT_THAT(SelectedOutputs(lists, request).status().message(),
               HasSubstr("has no output 'extra__0'"));
 }
 
@@ -360,9 +398,9 @@ TEST(KServeCodec, ResponsesHoldTheirResultTensorsMemory) {
                                                     });
   inference::ModelInferRequest request;
   request.set_model_name(op.QualifiedName());
-  auto selected = SelectOutputs(op, request);
+  auto selected = SelectOutputs(op, std::vector<std::string>{});
   ASSERT_TRUE(selected.ok()) << selected.status();
-  absl::StatusOr<grpc::ByteBuffer> response;
+  grpc::ByteBuffer response;
   {
     OpCall call;
     Value& result = call.results.emplace_back();
@@ -371,12 +409,13 @@ TEST(KServeCodec, ResponsesHoldTheirResultTensorsMemory) {
     result.tensor.data = memory->data();
     result.tensor.bytes = 8;
     result.tensor.owner = std::move(memory);
-    response = EncodeInferResponse(op, request, call, *selected, ShmOutputs{});
+    auto outputs = ResultOutputs(op, call, *selected);
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    response = EncodeInferResponse(request, *outputs, call);
   }
-  ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_FALSE(freed);
   inference::ModelInferResponse parsed;
-  grpc::ProtoBufferReader reader(&*response);
+  grpc::ProtoBufferReader reader(&response);
   ASSERT_TRUE(parsed.ParseFromZeroCopyStream(&reader));
   ASSERT_EQ(parsed.raw_output_contents_size(), 1);
   float values[2];
@@ -384,7 +423,7 @@ TEST(KServeCodec, ResponsesHoldTheirResultTensorsMemory) {
   std::memcpy(values, parsed.raw_output_contents(0).data(), sizeof(values));
   EXPECT_EQ(values[0], 1.5f);
   EXPECT_EQ(values[1], -2.0f);
-  *response = grpc::ByteBuffer();
+  response.Clear();
   EXPECT_TRUE(freed);
 }
 

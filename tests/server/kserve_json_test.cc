@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#include "frontends/oip/rest/service.h"
+#include "frontends/oip/rest/respond.h"
 
 namespace myops::server::kserve {
 namespace {
@@ -88,7 +88,7 @@ TEST(KServeJson, BinaryDataIsAViewOfTheBody) {
                     &request, binary)
                   .ok());
   EXPECT_EQ(request.inputs[0].data, binary.data());
-  auto args = DecodeRestInputs(ScaleShift(), request);
+  auto args = InferArguments(ScaleShift(), &request);
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_EQ((*args)[0].value.tensor.data, binary.data());
   EXPECT_EQ((*args)[0].value.tensor.bytes, 12);
@@ -169,12 +169,12 @@ TEST(KServeJson, ArgumentsFollowTheSharedRules) {
                   {"name": "alpha", "datatype": "BOOL", "shape": [1], "data": [true]}]})",
                     &request)
                   .ok());
-  auto args = DecodeRestInputs(ScaleShift(), request);
+  auto args = InferArguments(ScaleShift(), &request);
   EXPECT_THAT(args.status().message(),
               HasSubstr("input 'alpha' of model myops::scale_shift is BOOL; argument 'alpha'"));
   RestInferRequest params;
   ASSERT_TRUE(Parse(R"({"inputs": [], "parameters": {"alpha": [1], "other": {}}})", &params).ok());
-  args = DecodeRestInputs(ScaleShift(), params);
+  args = InferArguments(ScaleShift(), &params);
   EXPECT_THAT(args.status().message(),
               HasSubstr("parameter 'alpha' of model myops::scale_shift is a JSON array"));
 }

@@ -83,6 +83,46 @@ bool IsInteger(const Datatype& t) {
   return t.family == Family::kSigned || t.family == Family::kUnsigned;
 }
 
+// INVALID_ARGUMENT naming `field` unless input `e` has the shape argument `arg` takes:
+// one element for a scalar, at most one dimension for a list.
+absl::Status CheckShape(const ArgInfo& arg, const InputTensor& e, const std::string& field) {
+  const bool scalar_kind = arg.kind == ArgKind::kInt || arg.kind == ArgKind::kFloat ||
+                           arg.kind == ArgKind::kBool || arg.kind == ArgKind::kScalar;
+  if (scalar_kind && e.count != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has ", e.count, " elements (shape ", ShapeString(e.shape),
+                     "); argument '", arg.name, "' (", arg.type, ") takes one (shape [] or [1])"));
+  }
+  const bool is_list = arg.kind == ArgKind::kIntList || arg.kind == ArgKind::kFloatList;
+  if (is_list && e.shape.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " has shape ", ShapeString(e.shape),
+                                                   "; argument '", arg.name, "' (", arg.type,
+                                                   ") takes a 1-D tensor"));
+  }
+  return absl::OkStatus();
+}
+
+// Input `e` (of a datatype with a tensor dtype) as a tensor value: a view of its data, or
+// of a narrowed copy in `scratch` (INT8, INT16, UINT8 in 32-bit typed contents).
+Value TensorValue(const InputTensor& e, Scratch* scratch) {
+  const Datatype& t = *e.type;
+  Value v;
+  v.kind = K::kTensor;
+  v.tensor.dtype = *t.tensor;
+  v.tensor.shape = e.shape;
+  v.tensor.data = e.data;
+  v.tensor.bytes = e.count * t.size;
+  if (e.stride != t.size) {
+    auto& buffer = scratch->emplace_back(new char[static_cast<size_t>(v.tensor.bytes)]);
+    for (int64_t k = 0; k < e.count; ++k) {
+      const int64_t value = IntAt(e, k);
+      std::memcpy(buffer.get() + k * t.size, &value, static_cast<size_t>(t.size));  // LE
+    }
+    v.tensor.data = buffer.get();
+  }
+  return v;
+}
+
 // Input `e` of `op` as the value of argument `arg`.
 absl::StatusOr<Value> ToValue(const OpInfo& op, const ArgInfo& arg, const InputTensor& e,
                               Scratch* scratch) {
@@ -94,37 +134,11 @@ absl::StatusOr<Value> ToValue(const OpInfo& op, const ArgInfo& arg, const InputT
     return absl::InvalidArgumentError(absl::StrCat(
         field(), " is ", t.name, "; argument '", arg.name, "' (", arg.type, ") takes ", accepted));
   };
-  const bool scalar_kind = arg.kind == ArgKind::kInt || arg.kind == ArgKind::kFloat ||
-                           arg.kind == ArgKind::kBool || arg.kind == ArgKind::kScalar;
-  if (scalar_kind && e.count != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field(), " has ", e.count, " elements (shape ", ShapeString(e.shape),
-                     "); argument '", arg.name, "' (", arg.type, ") takes one (shape [] or [1])"));
-  }
-  const bool is_list = arg.kind == ArgKind::kIntList || arg.kind == ArgKind::kFloatList;
-  if (is_list && e.shape.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(field(), " has shape ", ShapeString(e.shape),
-                                                   "; argument '", arg.name, "' (", arg.type,
-                                                   ") takes a 1-D tensor"));
-  }
+  if (absl::Status shaped = CheckShape(arg, e, field()); !shaped.ok()) return shaped;
   switch (arg.kind) {
-    case ArgKind::kTensor: {
+    case ArgKind::kTensor:
       if (!t.tensor) return wrong(absl::StrCat("a tensor of ", DatatypeNames(true)));
-      v.kind = K::kTensor;
-      v.tensor.dtype = *t.tensor;
-      v.tensor.shape = e.shape;
-      v.tensor.data = e.data;
-      v.tensor.bytes = e.count * t.size;
-      if (e.stride != t.size) {  // INT8, INT16, UINT8 in 32-bit typed contents: narrowed
-        auto& buffer = scratch->emplace_back(new char[static_cast<size_t>(v.tensor.bytes)]);
-        for (int64_t k = 0; k < e.count; ++k) {
-          const int64_t value = IntAt(e, k);
-          std::memcpy(buffer.get() + k * t.size, &value, static_cast<size_t>(t.size));  // LE
-        }
-        v.tensor.data = buffer.get();
-      }
-      return v;
-    }
+      return TensorValue(e, scratch);
     case ArgKind::kInt:
       if (!IsInteger(t)) return wrong("an integer (INT8, INT16, INT32, INT64, UINT8)");
       v.kind = K::kInt, v.int_value = IntAt(e, 0);

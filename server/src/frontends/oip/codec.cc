@@ -149,22 +149,15 @@ absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats
 
 namespace {
 
-absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
-                                                        const ModelInferRequest& request,
-                                                        const OpCall& call,
-                                                        const std::vector<OutputRef>& selected,
-                                                        const ShmOutputs& shm) {
-  auto outputs = ResultOutputs(op, call, selected);
-  if (!outputs.ok()) return outputs.status();
-  if (absl::Status written = WriteShmOutputs(selected, shm, &*outputs); !written.ok()) {
-    return written;
-  }
+wire::MessageWriter InferResponseWriter(const ModelInferRequest& request,
+                                        const std::vector<OutputTensor>& outputs,
+                                        const OpCall& call) {
   ModelInferResponse head;
   head.set_model_name(request.model_name());
   head.set_model_version(kModelVersion);
   head.set_id(request.id());
   std::vector<grpc::Slice> contents;
-  for (const OutputTensor& o : *outputs) {
+  for (const OutputTensor& o : outputs) {
     auto* out = head.add_outputs();
     out->set_name(o.name);
     out->set_datatype(o.datatype());
@@ -173,9 +166,8 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
       contents.emplace_back();  // keeps raw_output_contents indexed like outputs
     } else if (o.is_tensor) {
       const Value& result = call.results[o.result];
-      const TensorView& view =
-          o.element < 0 ? result.tensor : result.tensor_list[static_cast<size_t>(o.element)];
-      contents.push_back(TensorSlice(view));
+      contents.push_back(TensorSlice(
+          o.element < 0 ? result.tensor : result.tensor_list[static_cast<size_t>(o.element)]));
     } else {
       contents.push_back(grpc::Slice(o.owned));
     }
@@ -190,26 +182,17 @@ absl::StatusOr<wire::MessageWriter> InferResponseWriter(const OpInfo& op,
 
 }  // namespace
 
-absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
-                                                     const ModelInferRequest& request,
-                                                     const OpCall& call,
-                                                     const std::vector<OutputRef>& selected,
-                                                     const ShmOutputs& shm) {
-  auto writer = InferResponseWriter(op, request, call, selected, shm);
-  if (!writer.ok()) return writer.status();
-  return writer->Finish();
+grpc::ByteBuffer EncodeInferResponse(const ModelInferRequest& request,
+                                     const std::vector<OutputTensor>& outputs, const OpCall& call) {
+  return InferResponseWriter(request, outputs, call).Finish();
 }
 
-absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(const OpInfo& op,
-                                                           const ModelInferRequest& request,
-                                                           const OpCall& call,
-                                                           const std::vector<OutputRef>& selected,
-                                                           const ShmOutputs& shm) {
-  auto writer = InferResponseWriter(op, request, call, selected, shm);
-  if (!writer.ok()) return writer.status();
+grpc::ByteBuffer EncodeStreamInferResponse(const ModelInferRequest& request,
+                                           const std::vector<OutputTensor>& outputs,
+                                           const OpCall& call) {
   wire::MessageWriter out;
   out.AppendMessage(inference::ModelStreamInferResponse::kInferResponseFieldNumber,
-                    std::move(*writer));
+                    InferResponseWriter(request, outputs, call));
   return out.Finish();
 }
 

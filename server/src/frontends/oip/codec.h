@@ -46,6 +46,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "frontends/oip/args.h"
+#include "frontends/oip/binding.h"
 #include "frontends/oip/shm.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "pipeline/model_stats.h"
@@ -79,59 +80,29 @@ absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
 
-// The request's inputs and parameters as named arguments of `op` (frontends/oip/args.h's rules):
+// The request's inputs, parameters and outputs as an InferRequest (binding.h): input
 // tensors are views into `request`, which must outlive them (or, for INT8, INT16 and
-// UINT8 tensors in 32-bit typed contents, into narrowed copies appended to `scratch`).
-// INVALID_ARGUMENT naming the input for an unknown datatype, one the argument cannot
-// take, contents that do not match the shape, both raw and typed contents, or a tensor
-// over `limits`.
-// Inputs in shared memory (frontends/oip/shm.h) are views into their region, whose slices are
-// appended to `slices`, or copies reserved with `reserve`; `limits` does not bound their
-// size (their region does). UNIMPLEMENTED for one when `shm` is null (not allowed).
-absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
-    const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
-    const SharedMemoryRegistry* shm, const ReserveFn& reserve,
-    std::vector<SharedMemorySlice>* slices, Scratch* scratch);
-// The same on a server without shared memory.
-inline absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
-    const OpInfo& op, const inference::ModelInferRequest& request, const TensorLimits& limits,
-    Scratch* scratch) {
-  return DecodeInferInputs(op, request, limits, nullptr, {}, nullptr, scratch);
-}
+// UINT8 tensors in 32-bit typed contents, narrowed later into out->scratch); an input
+// whose parameters name a region of `shm` has its head only (a region bounds it, not
+// `limits`). INVALID_ARGUMENT naming the input for an unknown datatype, contents that do
+// not match the shape, both raw and typed contents (or contents and a region), a tensor
+// over `limits`; FindShmRef's errors (UNIMPLEMENTED when `shm` is null).
+absl::Status DecodeInferRequest(const inference::ModelInferRequest& request,
+                                const std::string& model, const TensorLimits& limits,
+                                const SharedMemoryRegistry* shm, InferRequest* out);
 
-// The request's "timeout" parameter (frontends/oip/args.h's TimeoutParameter): microseconds, 0
-// when absent.
-absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op,
-                                       const inference::ModelInferRequest& request);
-
-// The outputs the request names, in its order (frontends/oip/args.h's SelectOutputs).
-absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
-                                                     const inference::ModelInferRequest& request);
-
-// The regions of the request's outputs that name one (frontends/oip/shm.h's OutputSlices);
-// UNIMPLEMENTED when one does and `shm` is null.
-absl::StatusOr<ShmOutputs> OutputSlices(const OpInfo& op,
-                                        const inference::ModelInferRequest& request,
-                                        const std::vector<OutputRef>& selected,
-                                        const SharedMemoryRegistry* shm);
-
-// ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} for
-// the results `selected` of `call` (ResultOutputs: None results left out, Tensor[]
-// results one output per element): tensors are sent from their own memory (the slices
-// hold its owner), not copied. Outputs in `shm` are written there
-// (WriteShmOutputs) and sent as an empty raw_output_contents entry. Errors as
-// ResultOutputs and WriteShmOutputs.
-absl::StatusOr<grpc::ByteBuffer> EncodeInferResponse(const OpInfo& op,
-                                                     const inference::ModelInferRequest& request,
-                                                     const OpCall& call,
-                                                     const std::vector<OutputRef>& selected,
-                                                     const ShmOutputs& shm);
+// ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} with
+// `outputs` (InferOutputs of the call): tensors are sent from their own memory (the
+// slices hold its owner), not copied; outputs written to a region are sent as an empty
+// raw_output_contents entry.
+grpc::ByteBuffer EncodeInferResponse(const inference::ModelInferRequest& request,
+                                     const std::vector<OutputTensor>& outputs, const OpCall& call);
 
 // ModelStreamInferResponse{infer_response: EncodeInferResponse(...)}, tensors again
 // sent from their own memory.
-absl::StatusOr<grpc::ByteBuffer> EncodeStreamInferResponse(
-    const OpInfo& op, const inference::ModelInferRequest& request, const OpCall& call,
-    const std::vector<OutputRef>& selected, const ShmOutputs& shm);
+grpc::ByteBuffer EncodeStreamInferResponse(const inference::ModelInferRequest& request,
+                                           const std::vector<OutputTensor>& outputs,
+                                           const OpCall& call);
 
 // ModelStreamInferResponse{error_message: "CODE: message", infer_response: {model_name,
 // model_version, id}} for a failed stream request.

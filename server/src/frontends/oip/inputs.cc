@@ -1,6 +1,6 @@
-// The Open Inference Protocol front end's request side: a ModelInferRequest's inputs and
-// parameters to the pipeline's named arguments (see frontends/oip/codec.h for the mapping, and
-// frontends/oip/args.h for the rules shared with the HTTP/REST binding).
+// The gRPC binding's request side: a ModelInferRequest as the protocol-neutral
+// InferRequest that frontends/oip/binding.h binds to its model (see codec.h for the
+// mapping, args.h for the rules shared with the HTTP/REST binding).
 #include <grpcpp/support/proto_buffer_reader.h>
 
 #include <limits>
@@ -150,94 +150,53 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<NamedValue>> DecodeInferInputs(
-    const OpInfo& op, const ModelInferRequest& request, const TensorLimits& limits,
-    const SharedMemoryRegistry* shm, const ReserveFn& reserve,
-    std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
+absl::Status DecodeInferRequest(const ModelInferRequest& request, const std::string& model,
+                                const TensorLimits& limits, const SharedMemoryRegistry* shm,
+                                InferRequest* out) {
   // Which inputs are in shared memory (most requests: none, and no parameters).
-  std::vector<std::optional<ShmRef>> refs(static_cast<size_t>(request.inputs_size()));
-  const std::string model = op.QualifiedName();
+  const auto n = static_cast<size_t>(request.inputs_size());
+  out->input_shm.resize(n);
+  std::vector<bool> in_region(n, false);
   int raw_inputs = request.inputs_size();
   for (int i = 0; i < request.inputs_size(); ++i) {
     if (request.inputs(i).parameters().empty()) continue;
-    auto ref = FindShmRef(ToParameters(request.inputs(i).parameters()),
-                          InputField(request.inputs(i).name(), model), shm);
+    std::vector<Parameter>& params = out->input_shm[static_cast<size_t>(i)];
+    params = ToParameters(request.inputs(i).parameters());
+    auto ref = FindShmRef(params, InputField(request.inputs(i).name(), model), shm);
     if (!ref.ok()) return ref.status();
-    if (ref->has_value()) --raw_inputs;
-    refs[static_cast<size_t>(i)] = *std::move(ref);
+    if (ref->has_value()) {
+      --raw_inputs;
+      in_region[static_cast<size_t>(i)] = true;
+    }
   }
-  std::vector<NamedValue> out;
-  out.reserve(static_cast<size_t>(request.inputs_size()) + request.parameters().size());
+  out->inputs.reserve(n);
   int raw = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
     const std::string field = InputField(request.inputs(i).name(), model);
     absl::StatusOr<InputTensor> in;
-    if (const auto& ref = refs[static_cast<size_t>(i)]; ref.has_value()) {
+    if (in_region[static_cast<size_t>(i)]) {
       // The region bounds it: the message and tensor limits are about received bytes.
-      TensorLimits in_region = limits;
-      in_region.max_elements = in_region.max_bytes = std::numeric_limits<int64_t>::max();
-      in = InputHead(request, i, field, in_region);
+      TensorLimits region_limits = limits;
+      region_limits.max_elements = region_limits.max_bytes = std::numeric_limits<int64_t>::max();
+      in = InputHead(request, i, field, region_limits);
       if (in.ok() && request.inputs(i).has_contents()) {
         in = absl::InvalidArgumentError(
             absl::StrCat(field, " has both contents and a shared memory region"));
-      }
-      if (in.ok()) {
-        if (absl::Status s = InputFromShm(*shm, *ref, field, reserve, &*in, slices, scratch);
-            !s.ok()) {
-          return s;
-        }
       }
     } else {
       in = InputData(request, i, raw++, raw_inputs, field, limits);
     }
     if (!in.ok()) return in.status();
-    auto value = InputArgument(op, *in, scratch);
-    if (!value.ok()) return value.status();
-    out.push_back(std::move(*value));
+    out->inputs.push_back(*std::move(in));
   }
-  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
   for (const auto& [name, parameter] : request.parameters()) {
-    auto value = ParameterArgument(op, ToParameter(name, parameter));
-    if (!value.ok()) return value.status();
-    if (*value) out.push_back(std::move(**value));
+    out->parameters.push_back(ToParameter(name, parameter));
   }
-  return out;
-}
-
-absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op, const ModelInferRequest& request) {
-  const auto found = request.parameters().find("timeout");
-  if (found == request.parameters().end()) return 0;
-  auto timeout = TimeoutParameter(op, ToParameter(found->first, found->second));
-  if (!timeout.ok()) return timeout.status();
-  return timeout->value_or(0);
-}
-
-absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
-                                                     const ModelInferRequest& request) {
-  std::vector<std::string> names;
-  for (const auto& wanted : request.outputs()) names.push_back(wanted.name());
-  return SelectOutputs(op, names);
-}
-
-absl::StatusOr<ShmOutputs> OutputSlices(const OpInfo& op, const ModelInferRequest& request,
-                                        const std::vector<OutputRef>& selected,
-                                        const SharedMemoryRegistry* shm) {
-  std::vector<std::optional<ShmRef>> refs;
-  std::vector<std::string> fields;
-  for (int i = 0; i < request.outputs_size(); ++i) {
-    const auto& wanted = request.outputs(i);
-    if (wanted.parameters().empty()) continue;
-    std::string field = absl::StrCat("output '", wanted.name(), "' of model ", op.QualifiedName());
-    auto ref = FindShmRef(ToParameters(wanted.parameters()), field, shm);
-    if (!ref.ok()) return ref.status();
-    if (!ref->has_value()) continue;
-    refs.resize(static_cast<size_t>(request.outputs_size()));
-    fields.resize(refs.size());
-    refs[static_cast<size_t>(i)] = *std::move(ref);
-    fields[static_cast<size_t>(i)] = std::move(field);
+  for (const auto& wanted : request.outputs()) {
+    out->outputs.push_back(wanted.name());
+    out->output_shm.push_back(ToParameters(wanted.parameters()));
   }
-  if (refs.empty()) return ShmOutputs{};
-  return OutputSlices(*shm, op, selected, refs, fields);
+  return absl::OkStatus();
 }
 
 }  // namespace myops::server::kserve

@@ -84,6 +84,54 @@ absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
   return selected;
 }
 
+// Result `v` (no tensor) of `op` as output `name`: a 1-element (list: 1-D) tensor of
+// INT64, FP64, BOOL or BYTES, encoded into `owned`. UNIMPLEMENTED for a kind the protocol
+// does not carry.
+absl::StatusOr<OutputTensor> NonTensorOutput(const OpInfo& op, const Value& v,
+                                             const std::string& name, size_t r) {
+  OutputTensor out;
+  out.name = name;
+  out.result = r;
+  switch (v.kind) {
+    case K::kInt:
+      out.type = FindDatatype("INT64"), out.shape = {1};
+      out.owned = Bytes(std::vector<int64_t>{v.int_value});
+      break;
+    case K::kFloat:
+      out.type = FindDatatype("FP64"), out.shape = {1};
+      out.owned = Bytes(std::vector<double>{v.float_value});
+      break;
+    case K::kBool:
+      out.type = FindDatatype("BOOL"), out.shape = {1};
+      out.owned = std::string(1, v.bool_value ? '\1' : '\0');
+      break;
+    case K::kIntList:
+      out.type = FindDatatype("INT64");
+      out.shape = {static_cast<int64_t>(v.int_list.size())};
+      out.owned = Bytes(v.int_list);
+      break;
+    case K::kFloatList:
+      out.type = FindDatatype("FP64");
+      out.shape = {static_cast<int64_t>(v.float_list.size())};
+      out.owned = Bytes(v.float_list);
+      break;
+    case K::kString: {
+      out.type = nullptr, out.shape = {1};  // BYTES
+      out.owned.assign(4, '\0');
+      const auto n = static_cast<uint32_t>(v.string_value.size());
+      std::memcpy(out.owned.data(), &n, 4);  // little-endian length, as Triton's BYTES
+      out.owned += v.string_value;
+      break;
+    }
+    default:
+      return absl::UnimplementedError(absl::StrCat("output '", out.name, "' of model ",
+                                                   op.QualifiedName(), " is a ", op.returns[r].type,
+                                                   ", which this protocol front end does not "
+                                                   "carry"));
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const OpCall& call,
                                                         const std::vector<OutputRef>& selected) {
   const std::vector<std::string> names = OutputNames(op);
@@ -136,47 +184,10 @@ absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const 
       }
       continue;
     }
-    OutputTensor& out = outputs.emplace_back();
-    out.name = names[r];
-    out.selected = k;
-    out.result = r;
-    switch (v.kind) {
-      case K::kInt:
-        out.type = FindDatatype("INT64"), out.shape = {1};
-        out.owned = Bytes(std::vector<int64_t>{v.int_value});
-        break;
-      case K::kFloat:
-        out.type = FindDatatype("FP64"), out.shape = {1};
-        out.owned = Bytes(std::vector<double>{v.float_value});
-        break;
-      case K::kBool:
-        out.type = FindDatatype("BOOL"), out.shape = {1};
-        out.owned = std::string(1, v.bool_value ? '\1' : '\0');
-        break;
-      case K::kIntList:
-        out.type = FindDatatype("INT64");
-        out.shape = {static_cast<int64_t>(v.int_list.size())};
-        out.owned = Bytes(v.int_list);
-        break;
-      case K::kFloatList:
-        out.type = FindDatatype("FP64");
-        out.shape = {static_cast<int64_t>(v.float_list.size())};
-        out.owned = Bytes(v.float_list);
-        break;
-      case K::kString: {
-        out.type = nullptr, out.shape = {1};  // BYTES
-        out.owned.assign(4, '\0');
-        const auto n = static_cast<uint32_t>(v.string_value.size());
-        std::memcpy(out.owned.data(), &n, 4);  // little-endian length, as Triton's BYTES
-        out.owned += v.string_value;
-        break;
-      }
-      default:
-        return absl::UnimplementedError(absl::StrCat(
-            "output '", out.name, "' of model ", op.QualifiedName(), " is a ", op.returns[r].type,
-            ", which this protocol front end does not "
-            "carry"));
-    }
+    auto out = NonTensorOutput(op, v, names[r], r);
+    if (!out.ok()) return out.status();
+    out->selected = k;
+    outputs.push_back(*std::move(out));
   }
   return outputs;
 }

@@ -17,16 +17,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A ModelInfer's state: the pipeline's, the parsed request its views point into, and the
-// outputs the response holds.
-struct KServeCallState : CallState {
+// A ModelInfer's state: the binding's (binding.h), and the parsed request and its
+// protocol-neutral form that argument views point into.
+struct KServeCallState : kserve::InferCall {
   ArenaRequest<inference::ModelInferRequest> request;
-  const OpInfo* op_info = nullptr;  // the model's op, in the registry
-  std::vector<kserve::OutputRef> selected;
-  kserve::Scratch scratch;                    // narrowed input tensors the views point into
-  std::vector<SharedMemorySlice> shm_inputs;  // regions input views point into
-  std::vector<BudgetReservation> shm_copies;  // BOOL and integer inputs copied out of them
-  kserve::ShmOutputs shm_outputs;             // regions of the outputs that go there
+  kserve::InferRequest decoded;
 };
 
 // Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
@@ -40,25 +35,15 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 // The request's inputs, parameters and outputs as `op`'s arguments and results.
 absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
   SharedMemoryRegistry* shm = pipeline->shared_memory();
+  if (absl::Status decoded = kserve::DecodeInferRequest(
+          *state->request, op.QualifiedName(), pipeline->limits().tensor, shm, &state->decoded);
+      !decoded.ok()) {
+    return decoded;
+  }
   auto reserve = [pipeline, state](int64_t bytes) {
     return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
   };
-  auto args = kserve::DecodeInferInputs(op, *state->request, pipeline->limits().tensor, shm,
-                                        reserve, &state->shm_inputs, &state->scratch);
-  if (!args.ok()) return args.status();
-  auto timeout = kserve::RequestTimeout(op, *state->request);
-  if (!timeout.ok()) return timeout.status();
-  state->timeout_us = *timeout;
-  auto selected = kserve::SelectOutputs(op, *state->request);
-  if (!selected.ok()) return selected.status();
-  auto shm_outputs = kserve::OutputSlices(op, *state->request, *selected, shm);
-  if (!shm_outputs.ok()) return shm_outputs.status();
-  state->args = std::move(*args);
-  state->selected = std::move(*selected);
-  state->shm_outputs = std::move(*shm_outputs);
-  state->call.result_buffer = kserve::ResultBuffer(op, state->selected, state->shm_outputs);
-  state->op = op.QualifiedName();
-  return absl::OkStatus();
+  return kserve::BindInfer(op, shm, reserve, &state->decoded, state);
 }
 
 // Bounds the request's head, reserves the budget, then parses it (protobuf allocates as
@@ -83,7 +68,6 @@ absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::tim
       kserve::FindModel(registry, state->request->model_name(), state->request->model_version());
   if (!index.ok()) return index.status();
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
-  state->op_info = &op;
   absl::Status decoded = DecodeForModel(pipeline, op, state);
   if (!decoded.ok()) pipeline->RecordModelFailure(*index, received);
   return decoded;
@@ -103,12 +87,9 @@ struct StreamInferKind : OneMessagePerRequest<StreamInferKind> {
     pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled), std::move(done));
   }
   static absl::StatusOr<grpc::ByteBuffer> Encode(const State& state, const Timing&) {
-    if (absl::Status intact = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
-        !intact.ok()) {
-      return intact;
-    }
-    return kserve::EncodeStreamInferResponse(*state.op_info, *state.request, state.call,
-                                             state.selected, state.shm_outputs);
+    auto outputs = kserve::InferOutputs(state);
+    if (!outputs.ok()) return outputs.status();
+    return kserve::EncodeStreamInferResponse(*state.request, *outputs, state.call);
   }
   static grpc::ByteBuffer EncodeError(const State& state, const absl::Status& status) {
     return kserve::EncodeStreamInferError(*state.request, status);
@@ -222,14 +203,12 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
       &state, received, context->deadline(), [context] { return context->IsCancelled(); },
       [this, reactor, response](absl::Status status, const Timing& timing) {
         KServeCallState& state = reactor->state;
-        if (status.ok()) status = kserve::CheckIntact(state.shm_inputs, state.shm_outputs);
         if (status.ok()) {
-          auto encoded = kserve::EncodeInferResponse(*state.op_info, *state.request, state.call,
-                                                     state.selected, state.shm_outputs);
-          if (encoded.ok()) {
-            *response = std::move(*encoded);
+          auto outputs = kserve::InferOutputs(state);
+          if (outputs.ok()) {
+            *response = kserve::EncodeInferResponse(*state.request, *outputs, state.call);
           } else {
-            status = encoded.status();
+            status = outputs.status();
           }
         }
         pipeline_->metrics().Record(infer_rpc_, status, timing,

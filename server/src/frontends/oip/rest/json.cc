@@ -170,6 +170,62 @@ std::vector<Parameter> SharedMemoryParameters(const Json& params) {
   return out;
 }
 
+// The 'shape' of input `j` into `shape`: integers, at most limits.max_dims of them.
+absl::Status ParseShape(const Json& j, const std::string& field, const TensorLimits& limits,
+                        std::vector<int64_t>* shape) {
+  const auto dims = j.find("shape");
+  if (dims == j.end() || !dims->is_array()) return Invalid(field, "has no 'shape' array");
+  if (dims->size() > static_cast<size_t>(limits.max_dims)) {
+    return Invalid(field, absl::StrCat("has ", dims->size(), " dimensions; at most ",
+                                       limits.max_dims, " are supported"));
+  }
+  for (const Json& d : *dims) {
+    if (!d.is_number_integer()) return Invalid(field, "has a 'shape' that is not all integers");
+    if (d.is_number_unsigned() && d.get<uint64_t>() > uint64_t{1} << 62) {
+      return Invalid(field, absl::StrCat("has a dimension of ", d.dump(), ", too large"));
+    }
+    shape->push_back(d.get<int64_t>());
+  }
+  return absl::OkStatus();
+}
+
+// Points `in` (type and count set) at the next `size` bytes of `*binary`, checked as its
+// raw data, and takes them off `*binary`.
+absl::Status TakeBinaryData(uint64_t size, const std::string& field, absl::string_view* binary,
+                            InputTensor* in) {
+  if (size > binary->size()) {
+    return Invalid(field, absl::StrCat("has binary_data_size ", size, " but only ", binary->size(),
+                                       " bytes of binary data are left"));
+  }
+  const absl::string_view bytes = binary->substr(0, static_cast<size_t>(size));
+  binary->remove_prefix(bytes.size());
+  if (absl::Status s = CheckRawData(*in, bytes, field, "binary data"); !s.ok()) return s;
+  in->data = bytes.data();
+  return absl::OkStatus();
+}
+
+// Copies JSON `data` (flat or nested, exactly in->count elements) into a buffer of
+// in->type kept in `scratch`, and points `in` at it.
+absl::Status CopyJsonData(const Json& data, const std::string& field, InputTensor* in,
+                          Scratch* scratch) {
+  if (in->type->family == Family::kHalf) {
+    return Invalid(field,
+                   absl::StrCat("is ", in->type->name, ", which travels only as binary data"));
+  }
+  const int64_t leaves = CountLeaves(data, in->count);
+  if (leaves != in->count) {
+    return Invalid(field,
+                   absl::StrCat("has ", leaves > in->count ? "more than " : "",
+                                std::min(leaves, in->count), " elements in 'data' but shape ",
+                                ShapeString(in->shape), " needs ", in->count));
+  }
+  auto& buffer = scratch->emplace_back(new char[static_cast<size_t>(in->count * in->type->size)]);
+  int64_t k = 0;
+  if (absl::Status s = WriteData(data, *in->type, field, buffer.get(), &k); !s.ok()) return s;
+  in->data = buffer.get();
+  return absl::OkStatus();
+}
+
 // Input `j` of the request into `in`, its binary data (if any) taken from `*binary`; an
 // input in shared memory gets its shared memory parameters in `shm` and no data.
 absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
@@ -184,19 +240,7 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
   const auto datatype = j.find("datatype");
   if (datatype == j.end() || !datatype->is_string())
     return Invalid(field, "has no string 'datatype'");
-  const auto shape = j.find("shape");
-  if (shape == j.end() || !shape->is_array()) return Invalid(field, "has no 'shape' array");
-  if (shape->size() > static_cast<size_t>(limits.max_dims)) {
-    return Invalid(field, absl::StrCat("has ", shape->size(), " dimensions; at most ",
-                                       limits.max_dims, " are supported"));
-  }
-  for (const Json& d : *shape) {
-    if (!d.is_number_integer()) return Invalid(field, "has a 'shape' that is not all integers");
-    if (d.is_number_unsigned() && d.get<uint64_t>() > uint64_t{1} << 62) {
-      return Invalid(field, absl::StrCat("has a dimension of ", d.dump(), ", too large"));
-    }
-    in->shape.push_back(d.get<int64_t>());
-  }
+  if (absl::Status shaped = ParseShape(j, field, limits, &in->shape); !shaped.ok()) return shaped;
   auto type = ParseDatatype(datatype->get<std::string>(), field);
   if (!type.ok()) return type.status();
   in->type = *type;
@@ -230,33 +274,10 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
   in->stride = in->type->size;
   if (binary_size) {
     if (data != j.end()) return Invalid(field, "has both 'data' and binary_data_size");
-    if (*binary_size > binary->size()) {
-      return Invalid(field, absl::StrCat("has binary_data_size ", *binary_size, " but only ",
-                                         binary->size(), " bytes of binary data are left"));
-    }
-    const absl::string_view bytes = binary->substr(0, static_cast<size_t>(*binary_size));
-    binary->remove_prefix(bytes.size());
-    if (absl::Status s = CheckRawData(*in, bytes, field, "binary data"); !s.ok()) return s;
-    in->data = bytes.data();
-    return absl::OkStatus();
+    return TakeBinaryData(*binary_size, field, binary, in);
   }
   if (data == j.end()) return Invalid(field, "has neither 'data' nor binary_data_size");
-  if (in->type->family == Family::kHalf) {
-    return Invalid(field,
-                   absl::StrCat("is ", in->type->name, ", which travels only as binary data"));
-  }
-  const int64_t leaves = CountLeaves(*data, in->count);
-  if (leaves != in->count) {
-    return Invalid(field,
-                   absl::StrCat("has ", leaves > in->count ? "more than " : "",
-                                std::min(leaves, in->count), " elements in 'data' but shape ",
-                                ShapeString(in->shape), " needs ", in->count));
-  }
-  auto& buffer = scratch->emplace_back(new char[static_cast<size_t>(in->count * in->type->size)]);
-  int64_t k = 0;
-  if (absl::Status s = WriteData(*data, *in->type, field, buffer.get(), &k); !s.ok()) return s;
-  in->data = buffer.get();
-  return absl::OkStatus();
+  return CopyJsonData(*data, field, in, scratch);
 }
 
 }  // namespace
@@ -347,24 +368,6 @@ absl::Status ParseInferRequestJson(const std::string& model, BodyParts body,
     }
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<NamedValue>> DecodeRestInputs(const OpInfo& op,
-                                                         const RestInferRequest& request) {
-  std::vector<NamedValue> out;
-  Scratch unused;  // REST data is never in 32-bit carriers: nothing is narrowed
-  for (const InputTensor& in : request.inputs) {
-    auto value = InputArgument(op, in, &unused);
-    if (!value.ok()) return value.status();
-    out.push_back(std::move(*value));
-  }
-  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
-  for (const Parameter& p : request.parameters) {
-    auto value = ParameterArgument(op, p);
-    if (!value.ok()) return value.status();
-    if (*value) out.push_back(std::move(**value));
-  }
-  return out;
 }
 
 }  // namespace myops::server::kserve

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "frontends/oip/args.h"
+#include "frontends/oip/binding.h"
 
 namespace myops::server::kserve {
 
@@ -44,18 +45,13 @@ absl::StatusOr<BodyParts> SplitBody(absl::string_view body,
 
 // A parsed inference request. Inputs point into the body's binary part (which must
 // outlive them) or into `scratch` (data sent as JSON, copied as the datatype's bytes).
-struct RestInferRequest {
+struct RestInferRequest : InferRequest {
   std::string id;
-  std::vector<InputTensor> inputs;
-  std::vector<Parameter> parameters;               // request parameters but binary_data_output
-  std::vector<std::string> outputs;                // requested output names, in order
-  std::vector<std::optional<bool>> output_binary;  // each one's binary_data parameter
-  // Each input's and each output's shared memory parameters (frontends/oip/shm.h; empty: none).
-  // An input with some has no data yet: the front end points it into its region.
-  std::vector<std::vector<Parameter>> input_shm;
-  std::vector<std::vector<Parameter>> output_shm;
+  // Each requested output's binary_data parameter, and the request's binary_data_output
+  // (not among `parameters`). An input whose shared memory parameters name a region has
+  // no data yet: BindInfer points it into its region.
+  std::vector<std::optional<bool>> output_binary;
   bool binary_data_output = false;
-  Scratch scratch;
 };
 
 // Parses the body of POST /v2/models/{model}/infer: the JSON inference request (inputs
@@ -66,10 +62,6 @@ struct RestInferRequest {
 // `limits`, or binary data whose sizes do not add up to the binary part.
 absl::Status ParseInferRequestJson(const std::string& model, BodyParts body,
                                    const TensorLimits& limits, RestInferRequest* out);
-
-// The request's inputs and parameters as named arguments of `op` (frontends/oip/args.h).
-absl::StatusOr<std::vector<NamedValue>> DecodeRestInputs(const OpInfo& op,
-                                                         const RestInferRequest& request);
 
 // A response body: `json` then the bytes of `binary` in order (views of the outputs,
 // valid while they are). `binary` empty: the body is `json` alone.

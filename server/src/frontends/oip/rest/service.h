@@ -47,6 +47,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "frontends/auth.h"
 #include "http/tls.h"
 #include "pipeline/metrics.h"
@@ -61,9 +62,6 @@ struct HttpOptions {
   std::string address;  // HOST:PORT; port 0: any free port
   HttpTlsFiles tls;     // gRPC's TLS files; empty: plain HTTP
 };
-
-// The HTTP status for `code` (the table above).
-int HttpStatusOf(absl::StatusCode code);
 
 // Thread-safe: port() and BeginDrain() from any thread; destroy from one. Borrows
 // `pipeline`, which must outlive it.
@@ -97,6 +95,9 @@ class KServeHttp {
   static int BeginRequest(mg_connection* conn);   // civetweb's callback: every request
   static int InitSsl(void* ssl_ctx, void* self);  // civetweb's callback: TLS set-up
   void Serve(mg_connection* conn);
+  // /v2/models/{model}[/versions/{version}][/ready|/config|/stats|/infer].
+  void ServeModel(mg_connection* conn, absl::string_view method, const std::string& path);
+  // POST .../infer (infer.cc).
   void Infer(mg_connection* conn, const std::string& model, const std::string& version);
   // /v2/systemsharedmemory/... (frontends/oip/rest/shm.h).
   void ServeSharedMemory(mg_connection* conn, const std::string& path);

@@ -100,39 +100,4 @@ absl::StatusOr<std::string> AnswerSharedMemory(SharedMemoryRegistry* shm,
   return std::string("{}");
 }
 
-absl::StatusOr<ShmOutputs> ResolveSharedMemory(const SharedMemoryRegistry* shm, const OpInfo& op,
-                                               const std::vector<OutputRef>& selected,
-                                               const ReserveFn& reserve,
-                                               std::vector<SharedMemorySlice>* slices,
-                                               RestInferRequest* request) {
-  const std::string model = op.QualifiedName();
-  for (size_t i = 0; i < request->inputs.size() && i < request->input_shm.size(); ++i) {
-    if (request->input_shm[i].empty()) continue;
-    InputTensor& in = request->inputs[i];
-    const std::string field = InputField(in.name, model);
-    auto ref = FindShmRef(request->input_shm[i], field, shm);
-    if (!ref.ok()) return ref.status();
-    if (!ref->has_value()) continue;
-    if (absl::Status s = InputFromShm(*shm, **ref, field, reserve, &in, slices, &request->scratch);
-        !s.ok()) {
-      return s;
-    }
-  }
-  std::vector<std::optional<ShmRef>> refs;
-  std::vector<std::string> fields;
-  for (size_t i = 0; i < request->output_shm.size(); ++i) {
-    if (request->output_shm[i].empty()) continue;
-    std::string field = absl::StrCat("output '", request->outputs[i], "' of model ", model);
-    auto ref = FindShmRef(request->output_shm[i], field, shm);
-    if (!ref.ok()) return ref.status();
-    if (!ref->has_value()) continue;
-    refs.resize(request->output_shm.size());
-    fields.resize(refs.size());
-    refs[i] = *std::move(ref);
-    fields[i] = std::move(field);
-  }
-  if (refs.empty()) return ShmOutputs{};
-  return OutputSlices(*shm, op, selected, refs, fields);
-}
-
 }  // namespace myops::server::kserve

@@ -44,13 +44,4 @@ absl::StatusOr<std::string> AnswerSharedMemory(SharedMemoryRegistry* shm,
                                                const SharedMemoryEndpoint& endpoint,
                                                absl::string_view body);
 
-// Points each input of `request` that names a region at it (InputFromShm), its slice kept
-// in `slices`, its copies reserved with `reserve` and kept in request->scratch; then the
-// outputs' regions (OutputSlices). UNIMPLEMENTED when `shm` is null and one is named.
-absl::StatusOr<ShmOutputs> ResolveSharedMemory(const SharedMemoryRegistry* shm, const OpInfo& op,
-                                               const std::vector<OutputRef>& selected,
-                                               const ReserveFn& reserve,
-                                               std::vector<SharedMemorySlice>* slices,
-                                               RestInferRequest* request);
-
 }  // namespace myops::server::kserve

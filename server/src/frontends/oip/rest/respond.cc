@@ -1,0 +1,117 @@
+// How the HTTP/REST binding answers (respond.h).
+#include "frontends/oip/rest/respond.h"
+
+#include <civetweb.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/oip/rest/json.h"
+
+namespace myops::server {
+namespace {
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 499:
+      return "Client Closed Request";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Internal Server Error";
+  }
+}
+
+}  // namespace
+
+int HttpStatusOf(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kCancelled:
+      return 499;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+void Respond(mg_connection* conn, int status, absl::string_view body, const char* content_type,
+             const std::vector<absl::string_view>& tail, int64_t tail_bytes,
+             absl::string_view extra_headers) {
+  std::string out =
+      absl::StrCat("HTTP/1.1 ", status, " ", Reason(status), "\r\nContent-Type: ", content_type,
+                   "\r\nContent-Length: ", static_cast<int64_t>(body.size()) + tail_bytes, "\r\n",
+                   extra_headers, "\r\n");
+  out.append(body.data(), body.size());
+  mg_write(conn, out.data(), out.size());
+  for (absl::string_view part : tail) {
+    if (!part.empty()) mg_write(conn, part.data(), part.size());
+  }
+}
+
+void RespondError(mg_connection* conn, int http_status, const absl::Status& status) {
+  Respond(conn, http_status, kserve::ErrorJson(status.message()));
+}
+
+void RespondError(mg_connection* conn, const absl::Status& status) {
+  RespondError(conn, HttpStatusOf(status.code()), status);
+}
+
+absl::Status ReadBody(mg_connection* conn, int64_t length, char* into) {
+  for (int64_t got = 0; got < length;) {
+    const int n = mg_read(conn, into + got, static_cast<size_t>(length - got));
+    if (n <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the client sent ", got, " of the body's ", length, " bytes"));
+    }
+    got += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace myops::server
