@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: the server's layer check (scripts/check_layers.py), bootstrap +
-# build + every test (GoogleTest via CTest, then pytest), then the safety net: the
+# build, clang's thread-safety analysis of the server (scripts/check_thread_safety.py),
+# every test (GoogleTest via CTest, then pytest), then the safety net: the
 # GoogleTest suites and end-to-end tests again under ASan+UBSan (scripts/sanitize.sh,
 # build-asan/) and a short run of every fuzz target (scripts/fuzz.sh, build-fuzz/;
 # MYOPS_FUZZ_SECONDS each, default 12).
@@ -9,6 +10,7 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 python "$MYOPS_REPO/scripts/check_layers.py" "$MYOPS_REPO/server/src"
 myops_build
+python "$MYOPS_REPO/scripts/check_thread_safety.py" "$MYOPS_BUILD_DIR"
 cd "$MYOPS_BUILD_DIR"
 ctest --output-on-failure -j "$(nproc)"
 cd "$MYOPS_REPO"

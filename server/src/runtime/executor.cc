@@ -8,12 +8,13 @@
 #include <torch/version.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
+#include <optional>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "myops/ops.h"
 #include "runtime/exception_status.h"
 #include "runtime/library_loader.h"
@@ -35,15 +36,15 @@ struct Task {
   Clock::time_point enqueued;
 };
 
-// The queue and workers of one device. Guarded by mu: tasks, closed. runners[i] (CUDA
-// devices only) belongs to workers[i]; both are fixed before the workers start.
+// The queue and workers of one device. runners[i] (CUDA devices only) belongs to
+// workers[i]; both are fixed before the workers start.
 struct DeviceQueue {
   Device device;
   std::string name;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Task> tasks;
-  bool closed = false;
+  absl::Mutex mu;
+  absl::CondVar cv;  // signalled when a task comes or the queue closes
+  std::deque<Task> tasks ABSL_GUARDED_BY(mu);
+  bool closed ABSL_GUARDED_BY(mu) = false;
   std::vector<std::unique_ptr<DeviceRunner>> runners;
   std::vector<std::thread> workers;
 };
@@ -114,10 +115,10 @@ class ExecutorImpl final : public Executor {
       return;
     }
     {
-      std::lock_guard<std::mutex> lock(q.mu);
+      absl::MutexLock lock(&q.mu);
       if (!q.closed) {
         q.tasks.push_back(std::move(task));
-        q.cv.notify_one();
+        q.cv.Signal();
         return;
       }
     }
@@ -128,9 +129,9 @@ class ExecutorImpl final : public Executor {
     closed_.store(true);
     while (inline_running_.load() > 0) std::this_thread::yield();  // inline jobs finish
     for (auto& q : queues_) {
-      std::lock_guard<std::mutex> lock(q->mu);
+      absl::MutexLock lock(&q->mu);
       q->closed = true;
-      q->cv.notify_all();
+      q->cv.SignalAll();
     }
     for (auto& q : queues_) {
       for (auto& w : q->workers)
@@ -142,13 +143,15 @@ class ExecutorImpl final : public Executor {
   void WorkerLoop(DeviceQueue* q, DeviceRunner& runner) {
     at::init_num_threads();  // this thread's intra-op thread count
     for (;;) {
-      std::unique_lock<std::mutex> lock(q->mu);
-      q->cv.wait(lock, [q] { return q->closed || !q->tasks.empty(); });
-      if (q->tasks.empty()) return;  // closed and drained
-      Task task = std::move(q->tasks.front());
-      q->tasks.pop_front();
-      lock.unlock();
-      RunTask(task, runner, q->name, *info_.registry);
+      std::optional<Task> task;
+      {
+        absl::MutexLock lock(&q->mu);
+        while (!q->closed && q->tasks.empty()) q->cv.Wait(&q->mu);
+        if (q->tasks.empty()) return;  // closed and drained
+        task.emplace(std::move(q->tasks.front()));
+        q->tasks.pop_front();
+      }
+      RunTask(*task, runner, q->name, *info_.registry);
     }
   }
 

@@ -8,12 +8,16 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
+#include "absl/base/const_init.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 namespace myops::server {
 namespace {
+
+ABSL_CONST_INIT absl::Mutex g_mu(absl::kConstInit);  // guards slot ownership and installation
 
 struct Slot {
   // begin == 0: free. A range is published by storing end, then begin (release), and
@@ -21,13 +25,12 @@ struct Slot {
   std::atomic<uintptr_t> begin{0};
   std::atomic<uintptr_t> end{0};
   std::atomic<bool> tripped{false};
-  bool taken = false;  // under g_mu
+  bool taken ABSL_GUARDED_BY(g_mu) = false;
 };
 
 Slot g_slots[BusGuard::kSlots];
-std::mutex g_mu;
 struct sigaction g_previous;
-bool g_installed = false;  // under g_mu
+bool g_installed ABSL_GUARDED_BY(g_mu) = false;
 
 void OnSigbus(int sig, siginfo_t* info, void* context) {
   const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
@@ -60,7 +63,7 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
 }  // namespace
 
 absl::StatusOr<int> BusGuard::Guard(void* base, size_t length) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  absl::MutexLock lock(&g_mu);
   if (!g_installed) {
     struct sigaction action = {};
     action.sa_sigaction = OnSigbus;
@@ -84,7 +87,7 @@ absl::StatusOr<int> BusGuard::Guard(void* base, size_t length) {
 }
 
 void BusGuard::Release(int slot) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  absl::MutexLock lock(&g_mu);
   g_slots[slot].begin.store(0, std::memory_order_release);
   g_slots[slot].end.store(0, std::memory_order_release);
   g_slots[slot].taken = false;

@@ -108,7 +108,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
                      "fit in 63 bits (offset ",
                      offset, ", byte_size ", byte_size, ")"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (regions_.count(name) != 0) {
     return absl::AlreadyExistsError(
         absl::StrCat("shared memory region '", name, "' is already registered"));
@@ -161,7 +161,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
 }
 
 absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (name.empty()) {
     regions_.clear();
     total_bytes_ = 0;
@@ -178,7 +178,7 @@ absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
 
 absl::StatusOr<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Status(
     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<SharedMemoryRegionInfo> out;
   if (name.empty()) {
     for (const auto& [_, mapping] : regions_) out.push_back(mapping->info);
@@ -197,7 +197,7 @@ absl::StatusOr<SharedMemorySlice> SharedMemoryRegistry::Slice(const std::string&
                                                               uint64_t byte_size) const {
   std::shared_ptr<const SharedMemoryMapping> mapping;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = regions_.find(name);
     if (it == regions_.end()) {
       return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));

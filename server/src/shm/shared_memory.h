@@ -19,12 +19,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace myops::server {
 
@@ -82,9 +83,9 @@ class SharedMemoryRegistry {
 
  private:
   const SharedMemoryLimits limits_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const SharedMemoryMapping>> regions_;  // under mu_
-  uint64_t total_bytes_ = 0;                                                   // under mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const SharedMemoryMapping>> regions_ ABSL_GUARDED_BY(mu_);
+  uint64_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace myops::server

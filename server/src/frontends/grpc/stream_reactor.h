@@ -7,16 +7,18 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "pipeline/metrics.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/timing.h"
@@ -32,8 +34,8 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 
 // One bidirectional stream: reads requests as they come (pipelining), processes each,
 // and writes responses in completion order, one write at a time. Deletes itself in
-// OnDone. Guarded by mu_: everything below it but pipeline_, rpc_, context_, admitted_ and
-// read_buffer_ (which only the one read in progress touches).
+// OnDone. mu_ guards what is annotated so; pipeline_, rpc_, context_ and admitted_ are
+// fixed, and read_buffer_ and assembly_ belong to the one read in progress.
 //
 // `Kind` supplies every step of its RPC (ScaleShiftStream in myops_v1/service.cc,
 // CallStream in myops_v1/call_service.cc, ModelStreamInfer in oip/grpc/service.cc):
@@ -83,7 +85,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         context_(context),
         admitted_(pipeline->TryOpenStream()),
         assembly_(Kind::MakeAssembly(pipeline)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!admitted_) {
       finished_ = true;
       Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -104,14 +106,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
     read_buffer_.Clear();
     if (!answer) {  // A piece, held by the assembly (and its budget): read on.
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reading_ = false;
       MaybeReadLocked();
       return;
     }
     Item* raw = item.release();  // Owned by the write queue once completed.
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reading_ = false;
       ++outstanding_;
       window_bytes_ += raw->window_bytes;
@@ -128,7 +130,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnWriteDone(bool ok) override {
     std::unique_ptr<Item> written;  // Freed (and its budget released) after the unlock.
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Item& front = *writes_.front();
     // The rest of a response of several messages, unless the stream has failed.
     if (ok && ++front.written < front.responses.size()) {
@@ -169,7 +171,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       unfinished.emplace_back(item.release(), std::move(status));
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       reading_ = false;
       reads_done_ = true;
       outstanding_ += static_cast<int>(unfinished.size());  // Finishing waits for them.
@@ -196,12 +198,12 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       raw->responses.push_back(Kind::EncodeError(raw->state, status));
       raw->state = typename Kind::State();  // Only the small error waits to be written.
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     writes_.emplace_back(raw);
     if (!writing_) WriteNextLocked();
   }
 
-  void MaybeReadLocked() {
+  void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (reads_done_ || reading_ || finished_ || outstanding_ >= kMaxOutstandingPerStream ||
         window_bytes_ >= kStreamWindowBytes) {
       return;
@@ -209,11 +211,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     reading_ = true;
     StartRead(&read_buffer_);
   }
-  void WriteNextLocked() {
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     writing_ = true;
     StartWrite(&writes_.front()->responses.front());
   }
-  void MaybeFinishLocked() {
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (reads_done_ && outstanding_ == 0 && !writing_ && !finished_) {
       finished_ = true;
       Finish(grpc::Status::OK);
@@ -226,11 +228,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   const bool admitted_;  // holds one of the service's open-stream slots
   grpc::ByteBuffer read_buffer_;
   typename Kind::Assembly assembly_;  // only the read in progress touches it
-  std::mutex mu_;
-  std::deque<std::unique_ptr<Item>> writes_;  // front: the write in progress
-  int outstanding_ = 0;                       // read and not yet written
-  int64_t window_bytes_ = 0;                  // of the outstanding items
-  bool reading_ = false, writing_ = false, reads_done_ = false, finished_ = false;
+  absl::Mutex mu_;
+  std::deque<std::unique_ptr<Item>> writes_ ABSL_GUARDED_BY(mu_);  // front: write in progress
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;                       // read and not yet written
+  int64_t window_bytes_ ABSL_GUARDED_BY(mu_) = 0;                  // of the outstanding items
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace myops::server

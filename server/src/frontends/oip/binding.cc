@@ -72,7 +72,8 @@ absl::StatusOr<std::vector<NamedValue>> InferArguments(const OpInfo& op, InferRe
 
 absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const ReserveFn& reserve,
                        InferRequest* request, InferCall* call) {
-  const std::string model = op.QualifiedName();
+  if (request->model.empty()) request->model = op.QualifiedName();
+  const std::string& model = request->model;
   if (absl::Status read = ReadInputRegions(model, shm, reserve, request, &call->shm_inputs);
       !read.ok()) {
     return read;
@@ -89,7 +90,7 @@ absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const 
   auto shm_outputs = OutputRegions(op, shm, *request, *selected);
   if (!shm_outputs.ok()) return shm_outputs.status();
   call->op_info = &op;
-  call->op = model;
+  call->op = std::move(request->model);
   call->args = std::move(*args);
   call->selected = std::move(*selected);
   call->shm_outputs = std::move(*shm_outputs);

@@ -26,11 +26,12 @@ namespace myops::server::kserve {
 // binding's message (or into `scratch`); those whose shared memory parameters name a
 // region have no data yet (BindInfer points them into it).
 struct InferRequest {
+  std::string model;  // as messages name it, "namespace::op[.overload]"; moved to the call
   std::vector<InputTensor> inputs;
-  std::vector<std::vector<Parameter>> input_shm;   // by input; each one's shm parameters
+  std::vector<std::vector<Parameter>> input_shm;   // by input, its shm parameters; or empty
   std::vector<Parameter> parameters;               // the request's
   std::vector<std::string> outputs;                // the outputs asked for, in order
-  std::vector<std::vector<Parameter>> output_shm;  // by output; each one's shm parameters
+  std::vector<std::vector<Parameter>> output_shm;  // by output, its shm parameters; or empty
   Scratch scratch;  // copies the inputs point into (narrowed contents, JSON data, regions)
 };
 

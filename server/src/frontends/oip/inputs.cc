@@ -150,19 +150,21 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
   return absl::OkStatus();
 }
 
-absl::Status DecodeInferRequest(const ModelInferRequest& request, const std::string& model,
+absl::Status DecodeInferRequest(const ModelInferRequest& request, std::string model,
                                 const TensorLimits& limits, const SharedMemoryRegistry* shm,
                                 InferRequest* out) {
+  out->model = std::move(model);
   // Which inputs are in shared memory (most requests: none, and no parameters).
   const auto n = static_cast<size_t>(request.inputs_size());
-  out->input_shm.resize(n);
-  std::vector<bool> in_region(n, false);
+  std::vector<bool> in_region;
   int raw_inputs = request.inputs_size();
   for (int i = 0; i < request.inputs_size(); ++i) {
     if (request.inputs(i).parameters().empty()) continue;
+    out->input_shm.resize(n);
+    in_region.resize(n);
     std::vector<Parameter>& params = out->input_shm[static_cast<size_t>(i)];
     params = ToParameters(request.inputs(i).parameters());
-    auto ref = FindShmRef(params, InputField(request.inputs(i).name(), model), shm);
+    auto ref = FindShmRef(params, InputField(request.inputs(i).name(), out->model), shm);
     if (!ref.ok()) return ref.status();
     if (ref->has_value()) {
       --raw_inputs;
@@ -172,9 +174,9 @@ absl::Status DecodeInferRequest(const ModelInferRequest& request, const std::str
   out->inputs.reserve(n);
   int raw = 0;
   for (int i = 0; i < request.inputs_size(); ++i) {
-    const std::string field = InputField(request.inputs(i).name(), model);
+    const std::string field = InputField(request.inputs(i).name(), out->model);
     absl::StatusOr<InputTensor> in;
-    if (in_region[static_cast<size_t>(i)]) {
+    if (!in_region.empty() && in_region[static_cast<size_t>(i)]) {
       // The region bounds it: the message and tensor limits are about received bytes.
       TensorLimits region_limits = limits;
       region_limits.max_elements = region_limits.max_bytes = std::numeric_limits<int64_t>::max();
@@ -189,12 +191,17 @@ absl::Status DecodeInferRequest(const ModelInferRequest& request, const std::str
     if (!in.ok()) return in.status();
     out->inputs.push_back(*std::move(in));
   }
+  out->parameters.reserve(request.parameters().size());
   for (const auto& [name, parameter] : request.parameters()) {
     out->parameters.push_back(ToParameter(name, parameter));
   }
-  for (const auto& wanted : request.outputs()) {
+  out->outputs.reserve(static_cast<size_t>(request.outputs_size()));
+  for (int i = 0; i < request.outputs_size(); ++i) {
+    const auto& wanted = request.outputs(i);
     out->outputs.push_back(wanted.name());
-    out->output_shm.push_back(ToParameters(wanted.parameters()));
+    if (wanted.parameters().empty()) continue;
+    out->output_shm.resize(static_cast<size_t>(request.outputs_size()));
+    out->output_shm[static_cast<size_t>(i)] = ToParameters(wanted.parameters());
   }
   return absl::OkStatus();
 }

@@ -6,15 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "frontends/oip/binding.h"
 #include "frontends/oip/codec.h"
 #include "frontends/oip/rest/json.h"
@@ -96,21 +95,16 @@ absl::Status Bind(Pipeline* pipeline, const OpInfo& op, RestCallState* state) {
 // the binding serves).
 absl::Status Run(Pipeline* pipeline, RestCallState* state, Clock::time_point received,
                  Timing* timing) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
+  absl::Notification done;
   absl::Status status;
   pipeline->ProcessCall(
       state, received, std::chrono::system_clock::time_point::max(), [] { return false; },
       [&](absl::Status s, const Timing& t) {
-        std::lock_guard<std::mutex> lock(mu);
         status = std::move(s);
         *timing = t;
-        done = true;
-        cv.notify_one();  // under the lock: the waiter's frame outlives this call
+        done.Notify();  // last: the waiter's frame outlives this call
       });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
+  done.WaitForNotification();
   return status;
 }
 
