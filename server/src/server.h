@@ -1,6 +1,8 @@
-// Assembles and runs a myops gRPC server: the Myops service, the standard health service
-// and server reflection, message limits and optional TLS. Used by main.cc and by
-// in-process tests.
+// The composition root: assembles and runs a myops server from its layers (the executor,
+// the shared memory registry, the pipeline, the front ends: myops.v1 and the Open
+// Inference Protocol over gRPC, its HTTP/REST binding, the metrics endpoint), with the
+// standard health service, server reflection, message limits, optional TLS and bearer
+// token, and graceful shutdown. Used by main.cc and by in-process tests.
 #pragma once
 
 #include <chrono>
