@@ -1,4 +1,4 @@
-// Fuzz target: the REST binding's shared memory endpoints (kserve_http_shm.h) as a
+// Fuzz target: the REST binding's shared memory endpoints (frontends/oip/rest/shm.h) as a
 // client reaches them: the first input byte says how many of the next bytes are the path
 // after /v2/systemsharedmemory, the rest is the body. ParseSharedMemoryPath, then
 // AnswerSharedMemory on a registry of at most 4 regions of at most 1 MiB in all (the

@@ -160,7 +160,7 @@ def test_lists_through_the_stream(kserve_server):
 
 
 def test_lists_over_rest(http_client):
-    """The same mapping over the HTTP/REST binding (kserve_args.h: one set of rules)."""
+    """The same mapping over the HTTP/REST binding (frontends/oip/args.h: one set of rules)."""
     import tritonclient.http as httpclient
 
     def rest_tensor(name, array, datatype):

@@ -1,5 +1,5 @@
-// The Open Inference Protocol's REST bodies (server/src/kserve_json.h) and its HTTP
-// status table (kserve_http.h): body splitting, request parsing with JSON and binary
+// The Open Inference Protocol's REST bodies (server/src/frontends/oip/rest/json.h) and its HTTP
+// status table (rest/respond.h): body splitting, request parsing with JSON and binary
 // data, the arguments they become, and response encoding.
 #include "frontends/oip/rest/json.h"
 

@@ -3,7 +3,7 @@
 // client closing its side or the stream being cancelled; hostile chunk sequences get an
 // Error response each and the stream goes on; results come chunked when the client
 // takes them; the C++ client chunks every tensor of a call, in order. (The C++ client's chunked
-// round trip: client_call_e2e_test.cc.)
+// round trip: tests/client/client_call_e2e_test.cc.)
 #include <gtest/gtest.h>
 
 #include <chrono>
