@@ -29,7 +29,7 @@ assert os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")
   fi
   dir="$MYOPS_BUILD_DIR/pyver/$version"
   mkdir -p "$dir/server"
-  ln -sf "$server" "$dir/server/myops-server"  # client_helpers.py finds the server here.
+  ln -sf "$server" "$dir/server/myops-server"  # myops_testing finds the server here.
   [[ -x "$dir/venv/bin/python" ]] || "$python" -m venv "$dir/venv"
   "$dir/venv/bin/python" -m pip install -q numpy pytest grpcio grpcio-tools >&2
   # The extension alone, as pip's build does (no torch, no tests).

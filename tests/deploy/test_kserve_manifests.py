@@ -12,7 +12,6 @@ endpoints answer the protocol's readiness calls.
 
 import re
 import subprocess
-import sys
 import urllib.request
 
 import pytest
@@ -99,8 +98,7 @@ def test_the_server_runs_with_the_runtimes_environment(rendered, monkeypatch):
     """The runtime's variables, given to the real server (addresses on free loopback ports,
     the values Kubernetes fills in set by hand): its REST and gRPC endpoints answer the
     protocol's readiness calls for the operator every InferenceService serves."""
-    sys.path.insert(0, str(DEPLOY.parent / "tests" / "python" / "faults"))
-    from fault_helpers import ServerProcess
+    from myops_testing import ServerProcess
     for name, value in env(rendered).items():
         monkeypatch.setenv(name, value if value is not None else "1")
     monkeypatch.setenv("MYOPS_HTTP_ADDRESS", "127.0.0.1:0")

@@ -28,14 +28,15 @@ else:
         raise ImportError(f"MYOPS_TEST_INSTALLED_CLIENT=1 but myops_client comes from "
                           f"{myops_client.__file__}, not from an installed package")
 
-from client_helpers import (  # noqa: E402
-    SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES, Server)
+from myops_testing import quick_server  # noqa: E402
+
+from client_helpers import SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def server():
     """A server with the default limits."""
-    s = Server()
+    s = quick_server()
     yield s
     s.stop()
 
@@ -43,7 +44,7 @@ def server():
 @pytest.fixture(scope="session")
 def small_server():
     """A server with tiny limits (SMALL_MAX_ELEMENTS, SMALL_MAX_MESSAGE_BYTES)."""
-    s = Server("--max-elements", str(SMALL_MAX_ELEMENTS),
+    s = quick_server("--max-elements", str(SMALL_MAX_ELEMENTS),
                "--max-message-bytes", str(SMALL_MAX_MESSAGE_BYTES))
     yield s
     s.stop()

@@ -2,7 +2,7 @@
 
 The wheel test (scripts/wheel_container_test.sh) runs the Python client's test-suite in
 a bare container that has the installed wheel but neither the server nor the libraries
-it needs. There, client_helpers.Server asks this launcher (MYOPS_TEST_LAUNCHER=HOST:PORT)
+it needs. There, myops_testing.ServerProcess asks this launcher (MYOPS_TEST_LAUNCHER=HOST:PORT)
 to start each server on the host instead of starting it itself; the container shares
 the host's network, /tmp (log files) and the repository's path, so addresses and paths
 mean the same on both sides.

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import myops_client
-from client_helpers import ECHO_SERVER, Server
+from myops_testing import ECHO_SERVER, quick_server
 from myops_client import _convert
 
 # Name -> (wire code, PyTorch's name in the operator's message).
@@ -27,7 +27,7 @@ INTEGER_AND_BOOL = {
 
 @pytest.fixture(scope="module")
 def echo():
-    s = Server(binary=ECHO_SERVER)
+    s = quick_server(binary=ECHO_SERVER)
     yield s
     s.stop()
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import myops_client
-from client_helpers import Server
+from myops_testing import quick_server
 
 torch = pytest.importorskip("torch")
 
@@ -27,7 +27,7 @@ OPS = ",".join([
 
 @pytest.fixture(scope="module")
 def aten_server():
-    s = Server("--ops", OPS)
+    s = quick_server("--ops", OPS)
     yield s
     s.stop()
 

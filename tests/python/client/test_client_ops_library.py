@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import myops_client
-from client_helpers import BUILD, Server
+from myops_testing import BUILD, quick_server
 
 torch = pytest.importorskip("torch")
 torchvision = pytest.importorskip("torchvision")  # registers torch.ops.torchvision
@@ -26,7 +26,7 @@ def library_server():
         pytest.fail(f"{TEST_OPS} not found: build the tests (myops_test_ops) first")
     torch.ops.load_library(str(TEST_OPS))  # the local side of the comparisons
     torchvision_so = pathlib.Path(torchvision.__file__).parent / "_C.so"
-    s = Server("--load-library", str(TEST_OPS), "--load-library", str(torchvision_so),
+    s = quick_server("--load-library", str(TEST_OPS), "--load-library", str(torchvision_so),
                "--ops", "myops::*,myops_test::*,torchvision::nms,torchvision::roi_align")
     yield s
     s.stop()

@@ -16,7 +16,7 @@ import pytest
 import myops_client
 from myops_client import aio
 
-from client_helpers import Server
+from myops_testing import quick_server
 
 if os.environ.get("MYOPS_TEST_LAUNCHER"):
     # scripts/wheel_container_test.sh: the servers run on the host, outside this
@@ -31,14 +31,14 @@ SMALL = 64 << 10  # the clients' message limit: larger arrays cannot travel inli
 
 @pytest.fixture(scope="module")
 def shm_server():
-    s = Server("--allow-shared-memory")
+    s = quick_server("--allow-shared-memory")
     yield s
     s.stop()
 
 
 @pytest.fixture(scope="module")
 def plain_server():
-    s = Server()
+    s = quick_server()
     yield s
     s.stop()
 

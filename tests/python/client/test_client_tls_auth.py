@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import myops_client
-from client_helpers import SERVER, Server
+from myops_testing import SERVER, quick_server
 
 NAME = "localhost"  # The only name in the server's certificate (the target is 127.0.0.1).
 
@@ -47,7 +47,7 @@ def pki(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tls_server(pki):
-    s = Server("--tls-cert", str(pki["dir"] / "server.pem"),
+    s = quick_server("--tls-cert", str(pki["dir"] / "server.pem"),
                "--tls-key", str(pki["dir"] / "server.key"))
     yield s
     s.stop()
@@ -55,7 +55,7 @@ def tls_server(pki):
 
 @pytest.fixture(scope="module")
 def mtls_server(pki):
-    s = Server("--tls-cert", str(pki["dir"] / "server.pem"),
+    s = quick_server("--tls-cert", str(pki["dir"] / "server.pem"),
                "--tls-key", str(pki["dir"] / "server.key"),
                "--tls-client-ca", str(pki["dir"] / "client.pem"))
     yield s
@@ -126,7 +126,7 @@ TOKEN = "py-tok.9c1e"
 def token_server(tmp_path_factory):
     path = tmp_path_factory.mktemp("auth") / "token"
     path.write_text(TOKEN + "\n")
-    s = Server("--auth-token-file", str(path))
+    s = quick_server("--auth-token-file", str(path))
     yield s
     s.stop()
 

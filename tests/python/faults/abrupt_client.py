@@ -15,7 +15,7 @@ import threading
 import grpc
 import numpy as np
 
-from fault_helpers import load_stubs
+from myops_testing.stubs import load_stubs
 
 pb2, pb2_grpc = load_stubs()
 

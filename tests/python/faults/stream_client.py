@@ -17,7 +17,9 @@ import threading
 import grpc
 import numpy as np
 
-from fault_helpers import expected, load_stubs
+from myops_testing.stubs import load_stubs
+
+from fault_helpers import expected
 
 pb2, pb2_grpc = load_stubs()
 

@@ -1,7 +1,7 @@
 """Fault tests against the real myops-server binary: a kill -9 under load and a restart
 on the same port; clients that die in the middle of streams and of large uploads; and
 SIGTERM with streams open. No timed assertions: conditions are polled with generous
-limits (fault_helpers.poll).
+limits (myops_testing.poll).
 
 Streams are driven by grpcio in child processes (stream_client.py, abrupt_client.py):
 grpcio and myops_client (built on the system's gRPC) must not share a process, where
@@ -10,6 +10,7 @@ loading both aborts at random.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import random
 import signal
@@ -20,7 +21,9 @@ import threading
 import numpy as np
 import pytest
 
-from fault_helpers import ServerProcess, expected, free_port, poll
+from myops_testing import ServerProcess, free_port, poll
+
+from fault_helpers import expected
 
 myops_client = pytest.importorskip(
     "myops_client", reason="myops_client is not built (MYOPS_BUILD_PYTHON_CLIENT)")
@@ -29,8 +32,11 @@ HERE = pathlib.Path(__file__).resolve().parent
 
 
 def child(script: str, *args: str, stdin=None) -> subprocess.Popen:
+    """A client script of this folder in its own Python, with myops_testing importable."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
     return subprocess.Popen([sys.executable, str(HERE / script), *args], cwd=HERE, text=True,
-                            stdout=subprocess.PIPE, stdin=stdin)
+                            stdout=subprocess.PIPE, stdin=stdin, env=env)
 
 
 def check_unary(address: str) -> None:

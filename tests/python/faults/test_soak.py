@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from fault_helpers import BUILD, REPO, SERVER
+from myops_testing import BUILD, REPO, SERVER
 
 
 def test_soak_sixty_seconds(tmp_path):

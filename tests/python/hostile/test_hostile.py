@@ -11,8 +11,8 @@ import time
 import grpc
 import pytest
 
-from client_helpers import Server
-from hostile_wire import (INFO, call_status, channel, field, float32_request, metrics_port,
+from myops_testing import quick_server
+from myops_testing.hostile_wire import (INFO, call_status, channel, field, float32_request, metrics_port,
                           request, rss_bytes, settles_to_zero, stream, tensor, unary)
 
 MiB = 1 << 20
@@ -59,7 +59,7 @@ def crafted_heads() -> dict[str, bytes]:
 
 @pytest.mark.parametrize("name", list(crafted_heads()))
 def test_crafted_heads_cost_no_more_than_their_size(name):
-    server = Server("--max-message-bytes", str(64 * MiB))  # Fresh: RSS is its own.
+    server = quick_server("--max-message-bytes", str(64 * MiB))  # Fresh: RSS is its own.
     try:
         healthy(server.address)
         baseline = rss_bytes(server.process.pid)
@@ -81,7 +81,7 @@ def test_crafted_heads_cost_no_more_than_their_size(name):
 @pytest.fixture(scope="module")
 def small():
     """A server with 1 MiB messages."""
-    s = Server("--max-message-bytes", str(MiB))
+    s = quick_server("--max-message-bytes", str(MiB))
     yield s
     s.stop()
 
@@ -128,7 +128,7 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
     """Never-read streams, malformed and oversized messages and many connections at once,
     while a well-behaved client keeps calling: its requests succeed or get
     RESOURCE_EXHAUSTED, and the server's RSS stays below budget + 150 MiB."""
-    server = Server("--max-inflight-bytes", str(BUDGET), "--max-message-bytes", str(64 * MiB),
+    server = quick_server("--max-inflight-bytes", str(BUDGET), "--max-message-bytes", str(64 * MiB),
                     "--cpu-workers", "2", "--metrics-address", "127.0.0.1:0")
     try:
         healthy(server.address)
@@ -200,7 +200,7 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
         assert server.process.poll() is None
         healthy(server.address)
         # Nothing stays held once the clients are gone.
-        port = metrics_port(server.log_text())
+        port = metrics_port(server.log())
         for name in ("myops_memory_held_bytes", "myops_open_streams", "myops_inflight_requests"):
             assert settles_to_zero(port, name), name
     finally:

@@ -5,14 +5,10 @@ inference.GRPCInferenceService and a tritonclient.http client of its REST endpoi
 
 from __future__ import annotations
 
-import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "faults"))
-
-from fault_helpers import BUILD, ServerProcess  # noqa: E402
+from myops_testing import BUILD, ServerProcess
 
 TEST_OPS = BUILD / "tests" / "server" / "libmyops_test_ops.so"
 

@@ -17,7 +17,7 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from fault_helpers import SERVER, ServerProcess, poll
+from myops_testing import SERVER, ServerProcess, poll
 
 SCALE_SHIFT = "myops::scale_shift"
 

@@ -19,7 +19,7 @@ import tritonclient.http as httpclient
 import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException
 
-from fault_helpers import ServerProcess
+from myops_testing import ServerProcess
 
 SCALE_SHIFT = "myops::scale_shift"
 

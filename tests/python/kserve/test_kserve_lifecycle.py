@@ -12,7 +12,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from fault_helpers import ServerProcess, poll
+from myops_testing import ServerProcess, poll
 
 
 def test_not_ready_while_draining():

@@ -18,7 +18,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException
 
-from fault_helpers import BUILD, ServerProcess
+from myops_testing import BUILD, ServerProcess
 
 TEST_OPS = BUILD / "tests" / "server" / "libmyops_test_ops.so"
 SCALE_SHIFT = "myops::scale_shift"

@@ -16,7 +16,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from fault_helpers import BUILD, ServerProcess
+from myops_testing import BUILD, ServerProcess
 
 TEST_OPS = BUILD / "tests" / "server" / "libmyops_test_ops.so"
 

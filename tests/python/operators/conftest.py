@@ -5,14 +5,11 @@ torchvision's operators with --load-library, and grpcio stubs of myops.v1."""
 from __future__ import annotations
 
 import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "faults"))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "hostile"))
-
-from fault_helpers import BUILD, ServerProcess, load_stubs  # noqa: E402
+from myops_testing import BUILD, ServerProcess
+from myops_testing.stubs import load_stubs
 
 TEST_OPS = BUILD / "tests" / "server" / "libmyops_test_ops.so"
 

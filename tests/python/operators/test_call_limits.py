@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from conftest import TEST_OPS
-from hostile_wire import field
-from fault_helpers import SERVER, ServerProcess, poll
+from myops_testing.hostile_wire import field
+from myops_testing import SERVER, ServerProcess, poll
 from values import request
 
 CALL = "/myops.v1.Myops/Call"

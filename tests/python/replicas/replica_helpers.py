@@ -4,81 +4,25 @@ of one name) the test changes, standing in for a headless Kubernetes Service as 
 and go.
 
 Every loopback address 127.0.0.0/8 reaches this machine on Linux, so replicas can share
-one port on 127.0.0.1, 127.0.0.2, ...: DNS A records carry no port. Nothing here asserts
-on time: poll() waits for a condition with a generous limit and returns whether it held.
+one port on 127.0.0.1, 127.0.0.2, ...: DNS A records carry no port.
 """
 
 from __future__ import annotations
 
-import os
-import pathlib
-import re
-import signal
 import socket
 import struct
-import subprocess
-import tempfile
 import threading
-import time
 
-import pytest
-
-REPO = pathlib.Path(__file__).resolve().parents[3]
-BUILD = pathlib.Path(os.environ.get("MYOPS_BUILD_DIR", REPO / "build"))
-SERVER = BUILD / "server" / "myops-server"
+from myops_testing import ServerProcess
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def poll(condition, timeout: float = 60.0, interval: float = 0.02) -> bool:
-    """Calls condition() until it is true or `timeout` seconds passed; returns the last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if condition():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(interval)
-
-
-class Replica:
+class Replica(ServerProcess):
     """myops-server on HOST:PORT (port 0: any) named `name` (--replica-name)."""
 
     def __init__(self, name: str, *flags: str, host: str = "127.0.0.1", port: int = 0) -> None:
-        if not SERVER.exists():
-            pytest.fail(f"{SERVER} not found: build the server first")
+        super().__init__("--cpu-workers", "2", "--replica-name", name, *flags, host=host,
+                         port=port, metrics=False)
         self.name = name
-        self._log = tempfile.NamedTemporaryFile(mode="w+", prefix=f"myops-{name}-", suffix=".log")
-        self.process = subprocess.Popen(
-            [str(SERVER), "--address", f"{host}:{port}", "--devices", "cpu", "--cpu-workers", "2",
-             "--replica-name", name, *flags],
-            stdout=self._log, stderr=subprocess.STDOUT)
-        poll(lambda: "listening on" in self.log() or self.process.poll() is not None, 120)
-        found = re.search(r"listening on (127\.\d+\.\d+\.\d+:\d+)", self.log())
-        if not found:
-            self.kill()
-            pytest.fail(f"myops-server {name} did not start:\n" + self.log())
-        self.address = found.group(1)
-
-    def log(self) -> str:
-        return pathlib.Path(self._log.name).read_text()
-
-    def terminate(self) -> None:
-        """SIGTERM: health NOT_SERVING at once, requests still served for --drain-delay."""
-        self.process.send_signal(signal.SIGTERM)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-    def close(self) -> None:
-        self.kill()
-        self._log.close()
 
 
 def ipv4_target(replicas: list[Replica]) -> str:

@@ -11,12 +11,15 @@ Each replica is a real myops-server process on a loopback address; the response'
 from __future__ import annotations
 
 import collections
+import signal
 import threading
 
 import myops_client
 import numpy as np
 
-from replica_helpers import DnsServer, Replica, free_port, ipv4_target, poll
+from myops_testing import free_port, poll
+
+from replica_helpers import DnsServer, Replica, ipv4_target
 
 X = np.arange(16, dtype=np.float32)
 Y = X * np.float32(2) + np.float32(1)
@@ -113,7 +116,7 @@ def test_a_draining_replica_gets_no_new_requests_once_its_health_flips(replicas)
     probe = myops_client.Client(draining.address, retries=0)
     with myops_client.Client(ipv4_target(group), health_checking=True) as client:
         assert connected_to_all(client, names)
-        draining.terminate()
+        draining.send_signal(signal.SIGTERM)  # health flips; the drain delay runs
         assert poll(lambda: probe.health() is False), "health never flipped"
         # The channel watches each replica's health: once it has seen the flip, nothing
         # more goes to the draining replica.

@@ -1,0 +1,10 @@
+"""What the Python tests share: the repository's paths, free ports, polling, and the one
+launcher of real server processes (ServerProcess). Importable from every test (pytest.ini
+puts tests/python on the path). Nothing here asserts on time: poll() waits for a
+condition with a generous limit and returns whether it held."""
+
+from myops_testing.paths import BUILD, ECHO_SERVER, REPO, SERVER
+from myops_testing.ports import free_port, poll
+from myops_testing.server import ServerProcess, quick_server
+
+__all__ = ["BUILD", "ECHO_SERVER", "REPO", "SERVER", "ServerProcess", "free_port", "poll", "quick_server"]
