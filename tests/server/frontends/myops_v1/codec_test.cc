@@ -15,6 +15,7 @@
 
 #include "frontends/myops_v1/call_codec.h"
 #include "frontends/myops_v1/codec.h"
+#include "owned_result.h"
 #include "runtime/device.h"
 
 namespace myops::server {
@@ -417,20 +418,9 @@ TEST(CodecTest, CallScalarTypeArgumentsTakeEveryTableDType) {
 // it, not as long as the call: the response's slices hold the owner.
 TEST(CallCodec, ResponsesHoldTheirResultTensorsMemory) {
   bool freed = false;
-  auto memory = std::shared_ptr<std::vector<float>>(new std::vector<float>{1.5f, -2.0f},
-                                                    [&freed](std::vector<float>* v) {
-                                                      freed = true;
-                                                      delete v;
-                                                    });
   grpc::ByteBuffer response;
   {
-    OpCall call;
-    Value& result = call.results.emplace_back();
-    result.kind = Value::Kind::kTensor;
-    result.tensor.shape = {2};
-    result.tensor.data = memory->data();
-    result.tensor.bytes = 8;
-    result.tensor.owner = std::move(memory);
+    OpCall call = test_support::CallWithOwnedResult(&freed);
     response = EncodeCallResponse(call, Timing(), /*request_id=*/7);
   }
   EXPECT_FALSE(freed);

@@ -10,6 +10,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include "owned_result.h"
 
 namespace myops::server::kserve {
 namespace {
@@ -391,24 +392,13 @@ TEST(KServeCodec, ResponsesHoldTheirResultTensorsMemory) {
   const OpRegistry registry = TestRegistry();
   const OpInfo& op = registry.ops()[0];
   bool freed = false;
-  auto memory = std::shared_ptr<std::vector<float>>(new std::vector<float>{1.5f, -2.0f},
-                                                    [&freed](std::vector<float>* v) {
-                                                      freed = true;
-                                                      delete v;
-                                                    });
   inference::ModelInferRequest request;
   request.set_model_name(op.QualifiedName());
   auto selected = SelectOutputs(op, std::vector<std::string>{});
   ASSERT_TRUE(selected.ok()) << selected.status();
   grpc::ByteBuffer response;
   {
-    OpCall call;
-    Value& result = call.results.emplace_back();
-    result.kind = Value::Kind::kTensor;
-    result.tensor.shape = {2};
-    result.tensor.data = memory->data();
-    result.tensor.bytes = 8;
-    result.tensor.owner = std::move(memory);
+    OpCall call = test_support::CallWithOwnedResult(&freed);
     auto outputs = ResultOutputs(op, call, *selected);
     ASSERT_TRUE(outputs.ok()) << outputs.status();
     response = EncodeInferResponse(request, *outputs, call);
