@@ -1,6 +1,7 @@
 // The Open Inference Protocol's binding-independent rules for a response's outputs and
 // for the names of Tensor[] elements (see frontends/oip/args.h).
 #include <cstring>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -44,6 +45,9 @@ absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
   if (requested.empty()) {
     for (size_t i = 0; i < names.size(); ++i) selected.push_back({static_cast<int>(i), -1});
   }
+  std::vector<bool> whole(names.size(), false);   // results selected whole
+  std::vector<int> elements_of(names.size(), 0);  // elements selected, by result
+  std::unordered_set<int64_t> elements;           // (result << 32) | element, selected
   auto find = [&names](const std::string& name) {
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == name) return static_cast<int>(i);
@@ -72,12 +76,21 @@ absl::StatusOr<std::vector<OutputRef>> SelectOutputs(const OpInfo& op,
           absl::StrCat("model ", op.QualifiedName(), " has no output '", wanted,
                        "' (outputs: ", absl::StrJoin(listed, ", "), ")"));
     }
-    for (const OutputRef& s : selected) {
-      if (s.result == ref.result &&
-          (s.element == ref.element || s.element < 0 || ref.element < 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "output '", wanted, "' is requested twice (or as part of its whole list)"));
-      }
+    // Twice: a result already selected whole, a whole list some of whose elements are,
+    // or one element again (constant time per output, not a scan of those before).
+    const auto r = static_cast<size_t>(ref.result);
+    const bool twice =
+        whole[r] ||
+        (ref.element < 0 ? elements_of[r] > 0
+                         : !elements.insert((int64_t{ref.result} << 32) | ref.element).second);
+    if (twice) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("output '", wanted, "' is requested twice (or as part of its whole list)"));
+    }
+    if (ref.element < 0) {
+      whole[r] = true;
+    } else {
+      ++elements_of[r];
     }
     selected.push_back(ref);
   }

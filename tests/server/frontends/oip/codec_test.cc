@@ -282,6 +282,20 @@ TEST(KServeCodec, TensorListOutputsAreSelectedWholeOrByElement) {
   request.mutable_outputs(3)->set_name("extra__0");  // not a list
   EXPECT_THAT(SelectedOutputs(lists, request).status().message(),
               HasSubstr("has no output 'extra__0'"));
+  // The whole list first, then one of its elements; one element twice; a hundred
+  // distinct elements are no repeat.
+  for (const std::vector<std::string>& names :
+       std::vector<std::vector<std::string>>{{"parts", "parts__1"}, {"parts__1", "parts__1"}}) {
+    inference::ModelInferRequest twice;
+    for (const std::string& n : names) twice.add_outputs()->set_name(n);
+    EXPECT_THAT(SelectedOutputs(lists, twice).status().message(), HasSubstr("requested twice"))
+        << names[0] << ", " << names[1];
+  }
+  inference::ModelInferRequest many;
+  for (int j = 0; j < 100; ++j) many.add_outputs()->set_name("parts__" + std::to_string(j));
+  auto selected = SelectedOutputs(lists, many);
+  ASSERT_TRUE(selected.ok()) << selected.status();
+  EXPECT_EQ(selected->size(), 100u);
 }
 
 TEST(KServeCodec, TensorListMetadata) {
