@@ -1,13 +1,16 @@
 // Operator libraries loaded by path (see library_loader.h).
 #include "runtime/library_loader.h"
 
+#include <c10/util/Exception.h>
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <exception>
 #include <regex>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -15,9 +18,41 @@
 namespace myops::server {
 namespace {
 
-// dlopen's error text, or "" when it succeeded.
+// The library being loaded, for TerminateWhileLoading.
+const std::string* g_loading = nullptr;
+
+// A static initializer that throws ends in std::terminate (C++ allows no other way out):
+// a library whose TORCH_LIBRARY block fails (a namespace defined twice, a schema that does
+// not parse) cannot be caught while dlopen runs it. So while a library loads, the
+// terminate handler names the library and what it threw, and the server exits as on any
+// other start-up error (status 1) instead of aborting.
+[[noreturn]] void TerminateWhileLoading() {
+  std::string what = "an exception that is not a std::exception";
+  if (std::exception_ptr thrown = std::current_exception()) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const c10::Error& e) {
+      what = e.what_without_backtrace();
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+  }
+  const std::string message = absl::StrCat("myops-server: cannot load operator library ",
+                                           *g_loading, ": its initialization threw: ", what, "\n");
+  (void)!write(STDERR_FILENO, message.data(), message.size());
+  _exit(1);
+}
+
+// dlopen's error text, or "" when it succeeded. Exits the process if the library's
+// initialization throws (TerminateWhileLoading).
 std::string Open(const std::string& path) {
-  if (dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) != nullptr) return "";
+  g_loading = &path;
+  const std::terminate_handler previous = std::set_terminate(TerminateWhileLoading);
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  std::set_terminate(previous);
+  g_loading = nullptr;
+  if (handle != nullptr) return "";
   const char* error = dlerror();
   return error != nullptr ? error : "unknown dlopen error";
 }

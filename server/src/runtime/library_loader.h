@@ -18,7 +18,9 @@ namespace myops::server {
 // libpythonX.Y.so.1.0 for the "pythonX.Y" in the library's path (site-packages). Such
 // libraries also need the torch wheel's libtorch_python.so by soname alone: a library
 // that cannot be found but lies next to the loaded libtorch is loaded from there. Errors
-// are FAILED_PRECONDITION with dlerror()'s text and what to do.
+// are FAILED_PRECONDITION with dlerror()'s text and what to do. A library whose
+// initialization throws cannot be returned from (C++ terminates): the process exits
+// with status 1 and a message naming the library and what it threw.
 absl::Status LoadOperatorLibraries(const std::vector<std::string>& paths,
                                    const std::string& libpython);
 
