@@ -6,8 +6,10 @@
 // encoding of the accepted inputs echoed as outputs. Beyond "no crash, no sanitizer
 // report", checks what the front end relies on: refusals are INVALID_ARGUMENT; data
 // copied from JSON takes at most 8 bytes per byte of JSON (nothing is allocated from a
-// shape alone); binary inputs are views inside the body; every input holds count * size
-// bytes with count the product of its shape; the response's JSON parses.
+// shape alone), binary data at most the binary part again; every input's data is aligned
+// to its datatype's size (a view inside the body, or a copy where the body misaligns it)
+// and holds count * size bytes with count the product of its shape; the response's JSON
+// parses.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -79,6 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     const bool in_body = data >= body.data() && data + n <= body.data() + body.size();
     if (!in_body) copied += n;
     if (n > 0 && data == nullptr) Fail("no data");
+    if (n > 0 && reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(in.type->size) != 0) {
+      Fail("a misaligned input");
+    }
     k::OutputTensor out;
     out.name = in.name;
     out.type = in.type;
@@ -88,7 +93,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     out.tensor_bytes = static_cast<int64_t>(n);
     echoed.push_back(std::move(out));
   }
-  if (copied > 8 * parts->json.size()) Fail("JSON data costs more than 8 bytes per byte");
+  // JSON data takes at most 8 bytes per byte; binary data at most itself again (aligned
+  // copies of inputs the body misaligns).
+  if (copied > 8 * parts->json.size() + parts->binary.size()) {
+    Fail("copies cost more than 8 bytes per byte of JSON plus the binary part");
+  }
   if (!in_regions) {
     auto args = k::InferArguments(Op(), &request);
     if (!args.ok() && args.status().code() != absl::StatusCode::kInvalidArgument) {

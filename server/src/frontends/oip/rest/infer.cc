@@ -62,8 +62,10 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
     json_bytes = std::min<int64_t>(length, std::strtoll(state->header_length, nullptr, 10));
     if (json_bytes < 0) json_bytes = length;
   }
-  absl::Status status =
-      pipeline->ReserveCallRequest(length, length + json_bytes * kserve::kJsonBytesPerByte, state);
+  // Held while parsed: the body, aligned copies of its binary part (at most the part
+  // again), and the parsed JSON.
+  absl::Status status = pipeline->ReserveCallRequest(
+      length, length + (length - json_bytes) + json_bytes * kserve::kJsonBytesPerByte, state);
   if (!status.ok()) {
     *http_status = HttpStatusOf(status.code());
     return status;

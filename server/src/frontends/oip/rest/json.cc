@@ -190,9 +190,11 @@ absl::Status ParseShape(const Json& j, const std::string& field, const TensorLim
 }
 
 // Points `in` (type and count set) at the next `size` bytes of `*binary`, checked as its
-// raw data, and takes them off `*binary`.
+// raw data, and takes them off `*binary`. Bytes the body puts at an address that is not a
+// multiple of the datatype's size (the binary part follows a JSON header of any length)
+// are copied into `scratch` first: operators may assume aligned elements.
 absl::Status TakeBinaryData(uint64_t size, const std::string& field, absl::string_view* binary,
-                            InputTensor* in) {
+                            InputTensor* in, Scratch* scratch) {
   if (size > binary->size()) {
     return Invalid(field, absl::StrCat("has binary_data_size ", size, " but only ", binary->size(),
                                        " bytes of binary data are left"));
@@ -201,6 +203,11 @@ absl::Status TakeBinaryData(uint64_t size, const std::string& field, absl::strin
   binary->remove_prefix(bytes.size());
   if (absl::Status s = CheckRawData(*in, bytes, field, "binary data"); !s.ok()) return s;
   in->data = bytes.data();
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % static_cast<uintptr_t>(in->type->size) != 0) {
+    auto& aligned = scratch->emplace_back(new char[bytes.empty() ? 1 : bytes.size()]);
+    std::memcpy(aligned.get(), bytes.data(), bytes.size());
+    in->data = aligned.get();
+  }
   return absl::OkStatus();
 }
 
@@ -274,7 +281,7 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
   in->stride = in->type->size;
   if (binary_size) {
     if (data != j.end()) return Invalid(field, "has both 'data' and binary_data_size");
-    return TakeBinaryData(*binary_size, field, binary, in);
+    return TakeBinaryData(*binary_size, field, binary, in, scratch);
   }
   if (data == j.end()) return Invalid(field, "has neither 'data' nor binary_data_size");
   return CopyJsonData(*data, field, in, scratch);

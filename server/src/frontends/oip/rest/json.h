@@ -59,7 +59,10 @@ struct RestInferRequest : InferRequest {
 // taking the next bytes of `body.binary`), id, parameters and outputs. INVALID_ARGUMENT,
 // naming the input and the model `model`, for invalid JSON, a missing or mistyped field,
 // an unknown datatype, data that does not match the shape and datatype, a tensor over
-// `limits`, or binary data whose sizes do not add up to the binary part.
+// `limits`, or binary data whose sizes do not add up to the binary part. Binary inputs
+// are views into `body.binary`, or aligned copies in out->scratch where the body puts
+// them at an address that is not a multiple of their datatype's size (at most the
+// binary part again, which the front end reserves).
 absl::Status ParseInferRequestJson(const std::string& model, BodyParts body,
                                    const TensorLimits& limits, RestInferRequest* out);
 

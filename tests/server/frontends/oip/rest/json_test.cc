@@ -94,6 +94,25 @@ TEST(KServeJson, BinaryDataIsAViewOfTheBody) {
   EXPECT_EQ((*args)[0].value.tensor.bytes, 12);
 }
 
+// The binary part follows a JSON header of any length, so an FP32 input may start at an
+// odd address: it is copied to aligned memory (operators may assume aligned elements);
+// an aligned one stays a view.
+TEST(KServeJson, MisalignedBinaryInputsAreCopiedAligned) {
+  const float values[] = {1.5f, -2.0f, 3.0f};
+  alignas(16) char body[1 + sizeof(values)];
+  std::memcpy(body + 1, values, sizeof(values));
+  const absl::string_view misaligned(body + 1, sizeof(values));
+  RestInferRequest request;
+  ASSERT_TRUE(Parse(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [3],
+                  "parameters": {"binary_data_size": 12}}]})",
+                    &request, misaligned)
+                  .ok());
+  const auto* data = static_cast<const char*>(request.inputs[0].data);
+  EXPECT_NE(data, misaligned.data());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(data) % alignof(float), 0u);
+  EXPECT_EQ(std::memcmp(data, values, sizeof(values)), 0);
+}
+
 TEST(KServeJson, MalformedRequestsNameWhatIsWrong) {
   const struct {
     const char* json;
