@@ -125,7 +125,7 @@ class Kinds {
     Check(index.status());
     const OpInfo& op = registry_.ops()[static_cast<size_t>(*index)];
     kserve::InferRequest decoded;
-    Check(kserve::DecodeInferRequest(request, op.QualifiedName(), limits_, nullptr, &decoded));
+    Check(kserve::DecodeInferRequest(request, op.QualifiedName(), limits_, &decoded));
     kserve::InferCall state;
     Check(kserve::BindInfer(op, nullptr, {}, &decoded, &state));
     state.call = Bind(registry_.Name(*index), std::move(state.args), run);

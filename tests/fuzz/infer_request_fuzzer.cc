@@ -76,7 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   k::InferRequest decoded;
   const myops::server::SharedMemoryRegistry* shm = &myops::fuzz::RegistryWithRegion();
   if (absl::Status s = k::DecodeInferRequest(request, Op().QualifiedName(),
-                                             myops::server::TensorLimits{}, shm, &decoded);
+                                             myops::server::TensorLimits{}, &decoded);
       !s.ok()) {
     if (!refused(s)) Fail("the decode's code");
     return 0;

@@ -80,17 +80,16 @@ absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
 
-// The request for model `model` (its name) with its inputs, parameters and outputs as
-// an InferRequest (binding.h): input
-// tensors are views into `request`, which must outlive them (or, for INT8, INT16 and
-// UINT8 tensors in 32-bit typed contents, narrowed later into out->scratch); an input
-// whose parameters name a region of `shm` has its head only (a region bounds it, not
-// `limits`). INVALID_ARGUMENT naming the input for an unknown datatype, contents that do
-// not match the shape, both raw and typed contents (or contents and a region), a tensor
-// over `limits`; FindShmRef's errors (UNIMPLEMENTED when `shm` is null).
+// The request for model `model` (its name) with its inputs, parameters and outputs as an
+// InferRequest (binding.h): input tensors are views into `request`, which must outlive
+// them (or, for INT8, INT16 and UINT8 tensors in 32-bit typed contents, narrowed later
+// into out->scratch); an input whose parameters name a shared memory region has its head
+// only (a region bounds it, not `limits`; BindInfer checks the reference and reads it).
+// INVALID_ARGUMENT naming the input for an unknown datatype, contents that do not match
+// the shape, both raw and typed contents (or contents and a region), a tensor over
+// `limits`.
 absl::Status DecodeInferRequest(const inference::ModelInferRequest& request, std::string model,
-                                const TensorLimits& limits, const SharedMemoryRegistry* shm,
-                                InferRequest* out);
+                                const TensorLimits& limits, InferRequest* out);
 
 // ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} with
 // `outputs` (InferOutputs of the call): tensors are sent from their own memory (the

@@ -151,8 +151,7 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
 }
 
 absl::Status DecodeInferRequest(const ModelInferRequest& request, std::string model,
-                                const TensorLimits& limits, const SharedMemoryRegistry* shm,
-                                InferRequest* out) {
+                                const TensorLimits& limits, InferRequest* out) {
   out->model = std::move(model);
   // Which inputs are in shared memory (most requests: none, and no parameters).
   const auto n = static_cast<size_t>(request.inputs_size());
@@ -164,9 +163,8 @@ absl::Status DecodeInferRequest(const ModelInferRequest& request, std::string mo
     in_region.resize(n);
     std::vector<Parameter>& params = out->input_shm[static_cast<size_t>(i)];
     params = ToParameters(request.inputs(i).parameters());
-    auto ref = FindShmRef(params, InputField(request.inputs(i).name(), out->model), shm);
-    if (!ref.ok()) return ref.status();
-    if (ref->has_value()) {
+    // Checked once, by BindInfer; here only: its bytes are not among raw_input_contents.
+    if (NamesRegion(params)) {
       --raw_inputs;
       in_region[static_cast<size_t>(i)] = true;
     }

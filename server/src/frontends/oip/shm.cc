@@ -31,6 +31,13 @@ absl::StatusOr<uint64_t> Unsigned(const Parameter& p, const std::string& field) 
 
 }  // namespace
 
+bool NamesRegion(const std::vector<Parameter>& params) {
+  for (const Parameter& p : params) {
+    if (p.name == kRegion || p.name == kOffset || p.name == kByteSize) return true;
+  }
+  return false;
+}
+
 absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& params,
                                                  const std::string& field,
                                                  const SharedMemoryRegistry* shm) {

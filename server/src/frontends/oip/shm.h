@@ -33,6 +33,10 @@ namespace myops::server::kserve {
 // Where a tensor's bytes are, when they are in shared memory.
 using ShmRef = RegionRef;
 
+// Whether `params` (a tensor's own) hold any shared memory parameter: then FindShmRef
+// gives a reference or an error, never nullopt.
+bool NamesRegion(const std::vector<Parameter>& params);
+
 // The shared memory reference among a tensor's parameters `params` (its own, not the
 // request's); nullopt when they name no region. INVALID_ARGUMENT naming `field` for a
 // region without shared_memory_byte_size (or the reverse), a negative or non-integer

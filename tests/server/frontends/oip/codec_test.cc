@@ -63,8 +63,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArgs(const OpInfo& op,
                                                    const TensorLimits& limits,
                                                    InferRequest* decoded) {
   *decoded = InferRequest();
-  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), limits, nullptr, decoded);
-      !s.ok()) {
+  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), limits, decoded); !s.ok()) {
     return s;
   }
   return InferArguments(op, decoded);
@@ -74,8 +73,7 @@ absl::StatusOr<std::vector<NamedValue>> DecodeArgs(const OpInfo& op,
 absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op,
                                        const inference::ModelInferRequest& request) {
   InferRequest decoded;
-  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), {}, nullptr, &decoded);
-      !s.ok()) {
+  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), {}, &decoded); !s.ok()) {
     return s;
   }
   InferCall call;
@@ -87,8 +85,7 @@ absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op,
 absl::StatusOr<std::vector<OutputRef>> SelectedOutputs(
     const OpInfo& op, const inference::ModelInferRequest& request) {
   InferRequest decoded;
-  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), {}, nullptr, &decoded);
-      !s.ok()) {
+  if (absl::Status s = DecodeInferRequest(request, op.QualifiedName(), {}, &decoded); !s.ok()) {
     return s;
   }
   return SelectOutputs(op, decoded.outputs);

@@ -35,8 +35,8 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 // The request's inputs, parameters and outputs as `op`'s arguments and results.
 absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
   SharedMemoryRegistry* shm = pipeline->shared_memory();
-  if (absl::Status decoded = kserve::DecodeInferRequest(
-          *state->request, op.QualifiedName(), pipeline->limits().tensor, shm, &state->decoded);
+  if (absl::Status decoded = kserve::DecodeInferRequest(*state->request, op.QualifiedName(),
+                                                        pipeline->limits().tensor, &state->decoded);
       !decoded.ok()) {
     return decoded;
   }
