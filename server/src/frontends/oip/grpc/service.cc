@@ -11,11 +11,10 @@
 #include "frontends/oip/codec.h"
 #include "myops/version.h"
 #include "myops/wire/call_wire.h"
+#include "util/clock.h"
 
 namespace myops::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A ModelInfer's state: the binding's (binding.h), and the parsed request and its
 // protocol-neutral form that argument views point into.

@@ -19,11 +19,10 @@
 #include "frontends/oip/rest/json.h"
 #include "frontends/oip/rest/respond.h"
 #include "frontends/oip/rest/service.h"
+#include "util/clock.h"
 
 namespace myops::server {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A REST inference on its way through the pipeline: the binding's state, and the body
 // and parsed request its views point into.

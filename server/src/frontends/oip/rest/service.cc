@@ -3,10 +3,6 @@
 
 #include <civetweb.h>
 
-#include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <vector>
 #include "absl/strings/string_view.h"
@@ -21,7 +17,6 @@
 #include "frontends/oip/rest/shm.h"
 #include "http/listener.h"
 #include "myops/version.h"
-#include "util/clock.h"
 
 namespace myops::server {
 namespace {
