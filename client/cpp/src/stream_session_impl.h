@@ -107,7 +107,7 @@ class StreamCall {
       TrimAfterWrite(&request_);
       if (!written) {
         write_failed_ = true;
-        if (Clock::now() >= deadline_) return BlockedUntilDeadline(id);
+        if (Clock::now() + kDeadlineClockSlack >= deadline_) return BlockedUntilDeadline(id);
         return absl::FailedPreconditionError(
             absl::StrCat("stream ended before request ", id,
                          " was sent; Receive() or Close() gives its final status"));
@@ -175,6 +175,12 @@ class StreamCall {
   }
 
  private:
+  // gRPC keeps the call's deadline on its own monotonic clock in whole milliseconds, and
+  // the server ends the call on its copy of the deadline: a stream can end for its deadline
+  // a little before Clock reaches deadline_. A write that fails this close to the deadline
+  // failed because of it.
+  static constexpr std::chrono::milliseconds kDeadlineClockSlack{20};
+
   // Reads one response into response_; on the end of the stream, finishes the call.
   // Returns false when the stream has ended (final_status_ is then set).
   bool ReadOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) ABSL_LOCKS_EXCLUDED(write_mu_) {
