@@ -1,5 +1,5 @@
 // myops-pipeline-bench: the server's own CPU per request outside gRPC, front end by
-// front end, in one process: ScaleShift (typed), Call (generic) and ModelInfer (Open
+// front end, in one process: ScaleShift (typed sugar), Call (generic) and ModelInfer (Open
 // Inference Protocol) of myops::scale_shift, each from the received bytes to the
 // response's: parse, decode, find the op, bind its arguments, run it on the real CPU
 // executor (inline, as the server runs small requests), encode the result. No network,
@@ -20,7 +20,7 @@
 #include "frontends/grpc/arena_request.h"
 #include "frontends/myops_v1/call_codec.h"
 #include "frontends/myops_v1/codec.h"
-#include "frontends/myops_v1/service.h"
+#include "frontends/myops_v1/scale_shift.h"
 #include "frontends/oip/codec.h"
 #include "myops/wire/call_wire.h"
 #include "runtime/executor.h"
@@ -87,23 +87,19 @@ Requests MakeRequests(int64_t n) {
 class Kinds {
  public:
   Kinds(const Requests& requests, Executor* executor)
-      : requests_(requests), executor_(executor), registry_(*executor->info().registry) {}
+      : requests_(requests),
+        executor_(executor),
+        registry_(*executor->info().registry),
+        scale_shift_model_(Find("myops::scale_shift")) {}
 
   void ScaleShift(bool run) {
-    RequestState state;
-    const myops::v1::ScaleShiftRequest& request = state.request;
+    ScaleShiftState state;
     Check(ParseRequest(requests_.scale_shift, &state.request, &state.input));
-    auto x = DecodeTensorHead(request.input(), state.input.size(), "input", limits_);
-    Check(x.status());
-    x->data = state.ContiguousInput(ItemSize(x->dtype));
-    grpc::Slice& output = state.output;
-    Job job;
-    job.output = AllocateOutput(*x, &output);
-    job.input = *std::move(x);
-    job.alpha = request.alpha();
-    job.beta = request.beta();
-    if (run) Run(std::move(job));
-    sink_ += EncodeResponse(request, output, Timing()).Length();
+    Check(CheckScaleShift(limits_, &state).status());
+    BindScaleShift(scale_shift_model_, &state);
+    Bind(state.model, std::move(state.args), run, /*fake_result=*/false, &state.call);
+    if (run) Check(TakeScaleShiftResult(&state));
+    sink_ += EncodeResponse(state.request, state.output, Timing()).Length();
   }
 
   void Call(bool run) {
@@ -112,7 +108,8 @@ class Kinds {
     Check(ParseCallRequest(requests_.call, parsed.get()));
     auto args = DecodeArguments(request, limits_);
     Check(args.status());
-    OpCall call = Bind(request.op(), std::move(*args), run);
+    OpCall call;
+    Bind(Find(request.op()), std::move(*args), run, /*fake_result=*/true, &call);
     sink_ += EncodeCallResponse(call, Timing(), 0).Length();
   }
 
@@ -128,7 +125,8 @@ class Kinds {
     Check(kserve::DecodeInferRequest(request, op.QualifiedName(), limits_, &decoded));
     kserve::InferCall state;
     Check(kserve::BindInfer(op, nullptr, {}, &decoded, &state));
-    state.call = Bind(registry_.Name(*index), std::move(state.args), run);
+    Bind(Find(registry_.Name(*index)), std::move(state.args), run, /*fake_result=*/true,
+         &state.call);
     auto outputs = kserve::InferOutputs(state);
     Check(outputs.status());
     sink_ += kserve::EncodeInferResponse(request, *outputs, state.call).Length();
@@ -137,25 +135,28 @@ class Kinds {
   size_t sink() const { return sink_; }
 
  private:
-  // Finds the op and binds the arguments; runs it (`run`), or makes a result as large as
-  // x's without running it.
-  OpCall Bind(const std::string& name, std::vector<NamedValue> args, bool run) {
+  int Find(const std::string& name) {
     auto index = registry_.Find(name);
     Check(index.status());
-    OpCall call;
-    call.op = *index;
-    Check(BindArguments(registry_.ops()[static_cast<size_t>(*index)], std::move(args), &call));
+    return *index;
+  }
+
+  // Binds the arguments to op `index` into `call`; runs it (`run`), or else, for a
+  // response that encodes result 0 (`fake_result`), makes it x as is.
+  void Bind(int index, std::vector<NamedValue> args, bool run, bool fake_result, OpCall* call) {
+    call->op = index;
+    Check(BindArguments(registry_.ops()[static_cast<size_t>(index)], std::move(args), call));
     if (run) {
       Job job;
-      job.call = &call;
+      job.call = call;
       Run(std::move(job));
-      return call;
+      return;
     }
-    const TensorView& x = call.args[0]->tensor;
-    call.results.emplace_back();
-    call.results[0].kind = Value::Kind::kTensor;
-    call.results[0].tensor = x;
-    return call;
+    if (!fake_result) return;
+    const TensorView& x = call->args[0]->tensor;
+    call->results.emplace_back();
+    call->results[0].kind = Value::Kind::kTensor;
+    call->results[0].tensor = x;
   }
 
   void Run(Job job) {
@@ -168,6 +169,7 @@ class Kinds {
   const Requests& requests_;
   Executor* executor_;
   const OpRegistry& registry_;
+  const int scale_shift_model_;
   const TensorLimits limits_;
   size_t sink_ = 0;
 };

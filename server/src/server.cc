@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontends/grpc/replica_identity.h"
+#include "frontends/myops_v1/codec.h"
 #include "myops/version.h"
 
 namespace myops::server {

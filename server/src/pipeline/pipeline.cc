@@ -61,8 +61,9 @@ absl::StatusOr<int> ResolveFor(const OpInfo& op, const DeviceSet& devices,
 int64_t ResultBytes(const OpCall& call) {
   int64_t n = 0;
   for (const Value& v : call.results) {
-    // A result computed into the client's region (OpCall::result_buffer) holds no memory
-    // of the server's and travels in no message.
+    // A result computed into the front end's buffer (OpCall::result_buffer) is the front
+    // end's to count: a client's region holds no memory of the server's and travels in no
+    // message; ScaleShift's response slice was reserved with its request.
     if (v.tensor.data == nullptr || v.tensor.data != call.result_buffer.data) n += v.tensor.bytes;
     for (const TensorView& t : v.tensor_list) n += t.bytes;
   }
@@ -110,12 +111,10 @@ absl::Status Pipeline::Admit() {
       "the server is at its limit of ", inflight_.limit(), " requests in flight; retry later"));
 }
 
-absl::StatusOr<int> Pipeline::ResolveDevice(const OpInfo* op, absl::string_view device) {
+absl::StatusOr<int> Pipeline::ResolveDevice(const OpInfo& op, absl::string_view device) {
   auto wanted = ParseDeviceRequest(device);
   if (!wanted.ok()) return wanted.status();
-  const unsigned hint = round_robin_.fetch_add(1);
-  if (op == nullptr) return executor_->devices().Resolve(*wanted, hint);
-  return ResolveFor(*op, executor_->devices(), *wanted, hint);
+  return ResolveFor(op, executor_->devices(), *wanted, round_robin_.fetch_add(1));
 }
 
 absl::Status Pipeline::ReserveWorkingMemory(int64_t need, BudgetReservation* out) {
@@ -142,7 +141,8 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
                            std::function<bool()> is_cancelled, Done given_done) {
   const auto start = received;
   const OpRegistry& registry = this->registry();
-  auto index = registry.Find(state->op);
+  const bool known = state->model >= 0 && state->model < static_cast<int>(registry.ops().size());
+  auto index = known ? absl::StatusOr<int>(state->model) : registry.Find(state->op);
   if (!index.ok()) {
     // Counted under no operator: only the registry's names become label values, never a
     // client's string.
@@ -167,7 +167,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
   if (absl::Status bound = BindArguments(op, std::move(state->args), &state->call); !bound.ok()) {
     return fail(std::move(bound));
   }
-  auto slot = ResolveDevice(&op, state->device);
+  auto slot = ResolveDevice(op, state->device);
   if (!slot.ok()) return fail(slot.status());
 
   Job job;

@@ -66,6 +66,7 @@ class InflightLimiter {
 // front end's call (a reactor, an HTTP worker) until the response has been written.
 struct CallState {
   std::string op;      // "namespace::name[.overload]", as the client named it
+  int model = -1;      // or the op's registry index, where the front end knows it (op unused)
   std::string device;  // "", "cpu", "cuda", "cuda:N" (ParseDeviceRequest)
   std::vector<NamedValue> args;
   OpCall call;
@@ -94,8 +95,9 @@ class Pipeline {
   // How a request ends: its final status and (on success) its timing. Called exactly once.
   using Done = std::function<void(absl::Status, const Timing&)>;
 
-  // A generic call's steps. First, before the request is parsed, reserves the memory
-  // budget for `bytes` received bytes (as received and as parsed)...
+  // A call's steps, for every front end (the typed ScaleShift RPCs are sugar over a call).
+  // First, before the request is parsed, reserves the memory budget for `bytes` received
+  // bytes (as received and as parsed)...
   absl::Status ReserveCallRequest(int64_t bytes, CallState* state) {
     return ReserveCallRequest(bytes, 2 * bytes, state);
   }
@@ -111,19 +113,9 @@ class Pipeline {
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
 
-  // Building blocks of a typed path (the myops.v1 ScaleShift RPCs, which compute into
-  // their own response buffer): an in-flight slot (RESOURCE_EXHAUSTED when none is free;
-  // Release it once the job is done), the device for `device` (any device when `op` is
-  // null, else one with a kernel for it; the one device choice of every path), and
-  // submission to the executor.
-  absl::Status Admit();
-  void Release() { inflight_.Release(); }
-  absl::StatusOr<int> ResolveDevice(const OpInfo* op, absl::string_view device);
-  void Submit(Job job, JobDone done) { executor_->Submit(std::move(job), std::move(done)); }
-
-  // Reserves `bytes` for what a front end holds beyond a generic request and its results
-  // (a typed request's input and output, JSON text, inputs copied out of shared memory);
-  // RESOURCE_EXHAUSTED when the budget cannot hold them. Held in `out` until it is dropped.
+  // Reserves `bytes` for what a front end holds beyond a request and its results (JSON
+  // text, inputs copied out of shared memory); RESOURCE_EXHAUSTED when the budget cannot
+  // hold them. Held in `out` until it is dropped.
   absl::Status ReserveWorkingMemory(int64_t bytes, BudgetReservation* out);
 
   const ServiceLimits& limits() const { return limits_; }
@@ -142,11 +134,6 @@ class Pipeline {
   // Per-model statistics (one model per op of the registry, by index), recorded for every
   // front end; thread-safe.
   const ModelStats& model_stats() const { return model_stats_; }
-  // Records a finished request of op `model`: its stages from `timing` when `status` is
-  // OK, else the time since `received`. ProcessCall records its own; a typed path records
-  // with this.
-  void RecordModel(int model, const absl::Status& status, Clock::time_point received,
-                   const Timing& timing);
   // Records a request of op `model` (a registry index; -1: none) that a front end refused
   // after it knew the model and before ProcessCall took it, e.g. inputs that do not
   // decode; `received` as given to ProcessCall.
@@ -159,6 +146,17 @@ class Pipeline {
   void CloseStream() { streams_.Release(); }
 
  private:
+  // An in-flight slot (RESOURCE_EXHAUSTED when none is free; Release it once the job is
+  // done).
+  absl::Status Admit();
+  void Release() { inflight_.Release(); }
+  // The slot of a device for `device` with a kernel for `op`: the one device choice.
+  absl::StatusOr<int> ResolveDevice(const OpInfo& op, absl::string_view device);
+  // Records a finished request of op `model`: its stages from `timing` when `status` is
+  // OK, else the time since `received`.
+  void RecordModel(int model, const absl::Status& status, Clock::time_point received,
+                   const Timing& timing);
+
   Executor* const executor_;
   const ServiceLimits limits_;
   SharedMemoryRegistry* const shared_memory_;

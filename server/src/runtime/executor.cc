@@ -99,9 +99,8 @@ class ExecutorImpl final : public Executor {
   void Submit(Job job, JobDone done) override {
     DeviceQueue& q = *queues_.at(static_cast<size_t>(job.device_slot));
     Task task{std::move(job), std::move(done), Clock::now()};
-    const int64_t bytes =
-        task.job.call != nullptr ? task.job.call->input_bytes : task.job.input.bytes;
-    if (q.device.kind == DeviceKind::kCpu && bytes <= options_.inline_max_bytes) {
+    if (q.device.kind == DeviceKind::kCpu &&
+        task.job.call->input_bytes <= options_.inline_max_bytes) {
       // Announce the inline run before checking `closed_` (both seq_cst): either Shutdown
       // sees it and waits for it, or this thread sees `closed_` and rejects the job.
       inline_running_.fetch_add(1);
@@ -170,14 +169,10 @@ class ExecutorImpl final : public Executor {
     } else {
       try {
         c10::InferenceMode inference_mode;
-        if (task.job.call == nullptr) {
-          runner.Run(task.job, &timing.compute_ns);
-        } else {
-          runner.RunCall(registry.handles()->ops.at(static_cast<size_t>(task.job.call->op)),
-                         *task.job.call, &timing.compute_ns);
-        }
+        runner.RunCall(registry.handles()->ops.at(static_cast<size_t>(task.job.call->op)),
+                       *task.job.call, &timing.compute_ns);
       } catch (...) {
-        status = StatusFromException(std::current_exception(), task.job.call != nullptr);
+        status = StatusFromException(std::current_exception(), /*operator_call=*/true);
       }
     }
     task.done(std::move(status), timing);

@@ -1,5 +1,5 @@
 // The executor: owns the worker threads that run operators on devices. This header is
-// free of torch and protobuf; the service hands it plain views (runtime/tensor_view.h).
+// free of torch and protobuf; the pipeline hands it calls of plain values (runtime/value.h).
 //
 // Per device it keeps a queue and a set of workers; each CUDA worker owns one stream
 // from the device's stream pool and runs under CUDAGuard + CUDAStreamGuard with pinned
@@ -36,15 +36,10 @@ struct ExecutorOptions {
   int64_t inline_max_bytes = 128 << 10;  // Measured: bench/README.md, "Inline small requests".
 };
 
-// One operator call: scale_shift of `input` into `output` (the typed path), or, when
-// `call` is set, a generic call of a served operator. The views and the call must stay
-// valid until `done` has been called.
+// One call of a served operator, bound (BindArguments). The call must stay valid until
+// `done` has been called.
 struct Job {
-  TensorView input;
-  MutableTensorView output;  // same dtype/shape as input; fully overwritten
-  double alpha = 1.0;
-  double beta = 0.0;
-  OpCall* call = nullptr;  // generic: bound arguments in, results out
+  OpCall* call = nullptr;  // bound arguments in, results out; never null
   int device_slot = 0;     // index into Executor::devices().devices()
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   std::function<bool()> is_cancelled;  // optional; polled before the job runs
@@ -52,8 +47,8 @@ struct Job {
 
 struct JobTiming {
   int64_t queue_ns = 0;    // submit -> a worker starts it
-  int64_t compute_ns = 0;  // operator; on CUDA also the host copies into and out of
-                           // pinned staging (wall clock) and H2D + kernel + D2H (CUDA events)
+  int64_t compute_ns = 0;  // the call, wall clock; on CUDA also the copies of its tensors
+                           // to the device and back, up to the stream's synchronization
   std::string device;      // "cpu", "cuda:0", ...
 };
 
@@ -78,7 +73,8 @@ struct RuntimeInfo {
 // Thread-safe: Submit may be called from any number of threads concurrently.
 class Executor {
  public:
-  // Detects devices, checks that the myops operators are registered, starts workers.
+  // Loads the operator libraries, detects devices, builds the registry of the served
+  // operators (--ops), starts workers.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(const ExecutorOptions& options);
   virtual ~Executor() = default;
 

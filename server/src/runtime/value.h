@@ -57,13 +57,21 @@ struct OpCall {
   std::vector<Value> results;
   // Bytes of the argument tensors (for the inline-run decision and the memory budget).
   int64_t input_bytes = 0;
-  // Where the front end will put result 0 (a shared memory region): on the CPU, an op
-  // with an out= overload computes it there, and results[0] is then a view of it (with
-  // no owner: the front end keeps the buffer alive). Otherwise the
+  // Where the front end will put result 0 (a shared memory region, a response's own
+  // buffer): on the CPU, an op with an out= overload computes it there, and results[0] is
+  // then a view of it (with no owner: the front end keeps the buffer alive). Otherwise the
   // result is in memory of its own, and the front end copies it. data == nullptr: none.
   struct OutputBuffer {
     void* data = nullptr;
     int64_t bytes = 0;
+    // Result 0's dtype and shape, when the front end knows them for certain (ScaleShift:
+    // its input's): the result is then computed there whatever its size, without asking
+    // the op's Meta kernel first. Else the Meta kernel tells, for results of 64 KiB or more.
+    struct Layout {
+      DType dtype = DType::kFloat32;
+      std::vector<int64_t> shape;
+    };
+    std::optional<Layout> layout;
   };
   OutputBuffer result_buffer;
 };

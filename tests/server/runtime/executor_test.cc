@@ -16,22 +16,44 @@
 namespace myops::server {
 namespace {
 
+// A bound call of myops::scale_shift of random `in`, its result computed into `out`
+// (OpCall::result_buffer), which starts as 0xff bytes. Not movable: job points at call.
 struct Buffers {
+  Buffers() = default;
+  Buffers(const Buffers&) = delete;
   std::string in, out;
+  OpCall call;
   Job job;
 };
 
-Buffers MakeJob(DType dtype, std::vector<int64_t> shape, double alpha, double beta) {
-  Buffers b;
+std::unique_ptr<Buffers> MakeJob(const OpRegistry& registry, DType dtype,
+                                 std::vector<int64_t> shape, double alpha, double beta) {
+  auto b = std::make_unique<Buffers>();
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
-  b.in = testing::RandomTensorBytes(dtype, numel, 7);
-  b.out.assign(b.in.size(), '\xff');
-  b.job.input = {dtype, shape, b.in.data(), static_cast<int64_t>(b.in.size())};
-  b.job.output = {dtype, shape, b.out.data(), static_cast<int64_t>(b.out.size())};
-  b.job.alpha = alpha;
-  b.job.beta = beta;
+  b->in = testing::RandomTensorBytes(dtype, numel, 7);
+  b->out.assign(b->in.size(), '\xff');
+  std::vector<NamedValue> args(3);
+  args[0].value.kind = Value::Kind::kTensor;
+  args[0].value.tensor = {dtype, shape, b->in.data(), static_cast<int64_t>(b->in.size())};
+  args[1].value.kind = args[2].value.kind = Value::Kind::kFloat;
+  args[1].value.float_value = alpha;
+  args[2].value.float_value = beta;
+  auto op = registry.Find("myops::scale_shift");
+  EXPECT_TRUE(op.ok()) << op.status();
+  b->call.op = *op;
+  EXPECT_TRUE(
+      BindArguments(registry.ops()[static_cast<size_t>(*op)], std::move(args), &b->call).ok());
+  b->call.result_buffer.data = b->out.data();
+  b->call.result_buffer.bytes = static_cast<int64_t>(b->out.size());
+  b->call.result_buffer.layout = OpCall::OutputBuffer::Layout{dtype, shape};
+  b->job.call = &b->call;
   return b;
+}
+
+// The registry of the myops operators (for executors started without one).
+std::shared_ptr<const OpRegistry> MyopsRegistry() {
+  return *OpRegistry::Build(*OpPatterns::Parse("myops::*"));
 }
 
 std::pair<absl::Status, JobTiming> RunSync(Executor& e, const Job& job) {
@@ -55,10 +77,10 @@ TEST(ExecutorTest, ComputesEveryDtypeBitExactOnWorkersAndInline) {
   for (int64_t inline_bytes : {int64_t{0}, int64_t{1} << 30}) {
     auto e = CpuExecutor(inline_bytes);
     for (DType t : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
-      Buffers b = MakeJob(t, {3, 129}, 1.5, -2.0);
-      auto [status, timing] = RunSync(*e, b.job);
+      auto b = MakeJob(*e->info().registry, t, {3, 129}, 1.5, -2.0);
+      auto [status, timing] = RunSync(*e, b->job);
       ASSERT_TRUE(status.ok()) << status;
-      EXPECT_EQ(b.out, testing::ReferenceScaleShift(t, {3, 129}, b.in, 1.5, -2.0));
+      EXPECT_EQ(b->out, testing::ReferenceScaleShift(t, {3, 129}, b->in, 1.5, -2.0));
       EXPECT_EQ(timing.device, "cpu");
     }
   }
@@ -66,22 +88,22 @@ TEST(ExecutorTest, ComputesEveryDtypeBitExactOnWorkersAndInline) {
 
 TEST(ExecutorTest, ExpiredDeadlineIsNotComputed) {
   auto e = CpuExecutor();
-  Buffers b = MakeJob(DType::kFloat32, {16}, 2.0, 1.0);
-  b.job.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
-  auto [status, timing] = RunSync(*e, b.job);
+  auto b = MakeJob(*e->info().registry, DType::kFloat32, {16}, 2.0, 1.0);
+  b->job.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  auto [status, timing] = RunSync(*e, b->job);
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(std::string(status.message()).find("deadline passed before the request ran"),
             std::string::npos);
-  EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));  // untouched
+  EXPECT_EQ(b->out, std::string(b->in.size(), '\xff'));  // untouched
 }
 
 TEST(ExecutorTest, CancelledRequestIsNotComputed) {
   auto e = CpuExecutor();
-  Buffers b = MakeJob(DType::kFloat32, {16}, 2.0, 1.0);
-  b.job.is_cancelled = [] { return true; };
-  auto [status, timing] = RunSync(*e, b.job);
+  auto b = MakeJob(*e->info().registry, DType::kFloat32, {16}, 2.0, 1.0);
+  b->job.is_cancelled = [] { return true; };
+  auto [status, timing] = RunSync(*e, b->job);
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
-  EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));
+  EXPECT_EQ(b->out, std::string(b->in.size(), '\xff'));
 }
 
 // With the default inline size, so that small jobs take the inline path and large ones
@@ -91,11 +113,11 @@ TEST(ExecutorTest, SubmitAfterShutdownIsUnavailable) {
   e->Shutdown();
   for (int64_t numel : {int64_t{16}, int64_t{1} << 16}) {
     SCOPED_TRACE(numel * 4 <= ExecutorOptions().inline_max_bytes ? "inline" : "queued");
-    Buffers b = MakeJob(DType::kFloat32, {numel}, 2.0, 1.0);
-    auto [status, timing] = RunSync(*e, b.job);
+    auto b = MakeJob(*e->info().registry, DType::kFloat32, {numel}, 2.0, 1.0);
+    auto [status, timing] = RunSync(*e, b->job);
     EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
     EXPECT_EQ(status.message(), "the server is shutting down");
-    EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));  // untouched
+    EXPECT_EQ(b->out, std::string(b->in.size(), '\xff'));  // untouched
   }
 }
 
@@ -103,21 +125,23 @@ TEST(ExecutorTest, SubmitAfterShutdownIsUnavailable) {
 // deadline) reports the deadline: it is the cause.
 TEST(ExecutorTest, ExpiredDeadlineWinsOverCancellation) {
   auto e = CpuExecutor();
-  Buffers b = MakeJob(DType::kFloat32, {16}, 2.0, 1.0);
-  b.job.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
-  b.job.is_cancelled = [] { return true; };
-  EXPECT_EQ(RunSync(*e, b.job).first.code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_EQ(b.out, std::string(b.in.size(), '\xff'));
+  auto b = MakeJob(*e->info().registry, DType::kFloat32, {16}, 2.0, 1.0);
+  b->job.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+  b->job.is_cancelled = [] { return true; };
+  EXPECT_EQ(RunSync(*e, b->job).first.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(b->out, std::string(b->in.size(), '\xff'));
 }
 
 TEST(ExecutorTest, ShutdownRunsWhatIsQueued) {
   auto e = CpuExecutor();
-  std::vector<Buffers> jobs;
-  for (int i = 0; i < 32; ++i) jobs.push_back(MakeJob(DType::kFloat32, {4096}, 2.0, 1.0));
+  std::vector<std::unique_ptr<Buffers>> jobs;
+  for (int i = 0; i < 32; ++i) {
+    jobs.push_back(MakeJob(*e->info().registry, DType::kFloat32, {4096}, 2.0, 1.0));
+  }
   std::mutex mu;
   int ok = 0;
   for (auto& b : jobs) {
-    e->Submit(b.job, [&](absl::Status s, const JobTiming&) {
+    e->Submit(b->job, [&](absl::Status s, const JobTiming&) {
       std::lock_guard<std::mutex> lock(mu);
       ok += s.ok();
     });
@@ -140,7 +164,6 @@ TEST(ExecutorTest, ReportsDevicesAndOperators) {
 // Stands in for the CUDA runner on machines without a GPU: computes on the CPU.
 class FakeGpuRunner final : public DeviceRunner {
  public:
-  void Run(const Job& job, int64_t* compute_ns) override { cpu_->Run(job, compute_ns); }
   void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) override {
     cpu_->RunCall(op, call, compute_ns);
   }
@@ -161,19 +184,21 @@ const std::vector<Device> kFakeGpuAndCpu = {{DeviceKind::kCuda, 0}, {DeviceKind:
 
 TEST(ExecutorStartTest, CudaRunnersAreMadeAtStartAndServeTheirSlot) {
   std::vector<int> made;  // written on this thread only, during StartExecutor
-  auto e = StartExecutor(FakeGpuOptions(), kFakeGpuAndCpu, RuntimeInfo{}, [&made](int index) {
+  RuntimeInfo info;
+  info.registry = MyopsRegistry();
+  auto e = StartExecutor(FakeGpuOptions(), kFakeGpuAndCpu, info, [&made](int index) {
     made.push_back(index);
     return std::make_unique<FakeGpuRunner>();
   });
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(made, (std::vector<int>{0, 0, 0}));  // one per CUDA worker, before any job
   EXPECT_EQ((*e)->info().workers, 4);
-  Buffers b = MakeJob(DType::kFloat32, {1000}, 2.0, -1.0);
-  b.job.device_slot = 0;
-  auto [status, timing] = RunSync(**e, b.job);
+  auto b = MakeJob(*(*e)->info().registry, DType::kFloat32, {1000}, 2.0, -1.0);
+  b->job.device_slot = 0;
+  auto [status, timing] = RunSync(**e, b->job);
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(timing.device, "cuda:0");
-  EXPECT_EQ(b.out, testing::ReferenceScaleShift(DType::kFloat32, {1000}, b.in, 2.0, -1.0));
+  EXPECT_EQ(b->out, testing::ReferenceScaleShift(DType::kFloat32, {1000}, b->in, 2.0, -1.0));
 }
 
 // CUDA context or stream-pool set-up that throws: a status from start-up, not an exception

@@ -1,14 +1,13 @@
 // The myops.v1.Myops service (see frontends/myops_v1/service.h).
 #include "frontends/myops_v1/service.h"
 
-#include <deque>
 #include <memory>
-#include <mutex>
-
-#include <grpc/slice.h>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "frontends/grpc/stream_reactor.h"
+#include "frontends/myops_v1/codec.h"
+#include "frontends/myops_v1/scale_shift.h"
 #include "myops/version.h"
 #include "util/clock.h"
 
@@ -25,74 +24,40 @@ absl::Status NotARequest(const absl::Status& parsed) {
 // output slice until it is no longer held. Deletes itself in OnDone.
 class UnaryReactor final : public grpc::ServerUnaryReactor {
  public:
-  RequestState state;
+  ScaleShiftState state;
   void OnDone() override { delete this; }
 };
 
-// ScaleShift's typed path through the pipeline: admits `state` (in-flight slot, then the
-// memory budget for its input and output), validates it, allocates its output and submits
-// it; calls `done` exactly once with the final status and (on success) the timing, which
-// counts from `received` (when the handler got the request's bytes). The in-flight slot is
-// released before `done`; the budget stays reserved in `state` until its owner drops it.
-// Shared by both ScaleShift RPCs.
-void ProcessScaleShift(Pipeline* pipeline, RequestState* state, Clock::time_point received,
+// A ScaleShift request through the pipeline, as the generic call it is sugar for: checks
+// `state`'s input, reserves the memory budget for its input and output, binds the call
+// and hands it to Pipeline::ProcessCall; calls `done` exactly once with the final status
+// and (on success) the timing, which counts from `received` (when the handler got the
+// request's bytes), the output's slice then holding the result. The budget stays reserved
+// in `state` until its owner drops it. Shared by both ScaleShift RPCs.
+void ProcessScaleShift(Pipeline* pipeline, ScaleShiftState* state, Clock::time_point received,
                        std::chrono::system_clock::time_point deadline,
-                       std::function<bool()> is_cancelled, Pipeline::Done given_done) {
-  const auto start = received;
-  Pipeline::Done done = [pipeline, start, given_done = std::move(given_done)](
-                            absl::Status status, const Timing& timing) {
-    pipeline->RecordModel(pipeline->scale_shift_model(), status, start, timing);
-    given_done(std::move(status), timing);
-  };
-  if (absl::Status admitted = pipeline->Admit(); !admitted.ok()) {
-    return done(std::move(admitted), {});
+                       std::function<bool()> is_cancelled, Pipeline::Done done) {
+  absl::StatusOr<int64_t> held = CheckScaleShift(pipeline->limits().tensor, state);
+  absl::Status reserved = held.status();
+  if (reserved.ok()) {
+    reserved =
+        pipeline->ReserveCallRequest(static_cast<int64_t>(state->input.size()), *held, state);
   }
-  auto fail = [pipeline, &done](absl::Status status) {
-    pipeline->Release();
-    done(std::move(status), {});
-  };
-  const myops::v1::ScaleShiftRequest& request = state->request;
-  if (!request.has_input()) {
-    return fail(absl::InvalidArgumentError("the request has no 'input' tensor"));
+  if (!reserved.ok()) {
+    pipeline->RecordModelFailure(pipeline->scale_shift_model(), received);
+    return done(std::move(reserved), {});
   }
-  auto input =
-      DecodeTensorHead(request.input(), state->input.size(), "input", pipeline->limits().tensor);
-  if (!input.ok()) return fail(input.status());
-  auto slot = pipeline->ResolveDevice(nullptr, request.device());
-  if (!slot.ok()) return fail(slot.status());
-  // The memory held from here to the response's release: the input as received (twice
-  // when it must be gathered from several slices or realigned) and the output.
-  const int64_t received_bytes = static_cast<int64_t>(state->input.size());
-  const int64_t item_size = ItemSize(input->dtype);
-  const int64_t need = received_bytes * (state->MustGather(item_size) ? 2 : 1) + input->bytes;
-  if (absl::Status reserved = pipeline->ReserveWorkingMemory(need, &state->reservation);
-      !reserved.ok()) {
-    return fail(std::move(reserved));
-  }
-  input->data = state->ContiguousInput(item_size);
-  const auto decoded = Clock::now();
-
-  Job job;
-  job.output = AllocateOutput(*input, &state->output);
-  const int64_t encode_ns = Nanos(Clock::now() - decoded);
-  job.input = std::move(*input);
-  job.alpha = request.alpha();
-  job.beta = request.beta();
-  job.device_slot = *slot;
-  job.deadline = ToSteady(deadline);
-  job.is_cancelled = std::move(is_cancelled);
-  const int64_t decode_ns = Nanos(decoded - start);
-  pipeline->Submit(std::move(job), [pipeline, start, decode_ns, encode_ns, done = std::move(done)](
-                                       absl::Status status, const JobTiming& t) {
-    const Timing timing = status.ok() ? MakeTiming(start, decode_ns, encode_ns, t) : Timing();
-    pipeline->Release();
-    done(std::move(status), timing);
-  });
+  BindScaleShift(pipeline->scale_shift_model(), state);
+  pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled),
+                        [state, done = std::move(done)](absl::Status status, const Timing& timing) {
+                          if (status.ok()) status = TakeScaleShiftResult(state);
+                          done(std::move(status), timing);
+                        });
 }
 
 // ScaleShiftStream's steps for StreamReactor.
 struct ScaleShiftStreamKind : OneMessagePerRequest<ScaleShiftStreamKind> {
-  using State = RequestState;
+  using State = ScaleShiftState;
   static absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, State* state) {
     const auto received = Clock::now();
     // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
@@ -120,21 +85,6 @@ struct ScaleShiftStreamKind : OneMessagePerRequest<ScaleShiftStreamKind> {
 
 }  // namespace
 
-bool RequestState::MustGather(int64_t alignment) const {
-  const uint8_t* bytes = input.contiguous();
-  return bytes == nullptr || reinterpret_cast<uintptr_t>(bytes) % alignment != 0;
-}
-
-const void* RequestState::ContiguousInput(int64_t alignment) {
-  if (!MustGather(alignment)) return input.contiguous();
-  // Never inline (grpc_slice_malloc keeps up to 23 bytes inside the grpc_slice, at an odd
-  // offset): a heap block, aligned for any item size.
-  gathered = grpc::Slice(grpc_slice_malloc_large(input.size()), grpc::Slice::STEAL_REF);
-  uint8_t* out = const_cast<uint8_t*>(gathered.begin());  // Freshly allocated: ours.
-  input.CopyTo(out);
-  return out;
-}
-
 MyopsService::MyopsService(Pipeline* pipeline, BearerAuth auth)
     : pipeline_(pipeline),
       auth_(std::move(auth)),
@@ -151,7 +101,7 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
   }
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
   auto* reactor = new UnaryReactor();
-  RequestState& state = reactor->state;
+  ScaleShiftState& state = reactor->state;
   if (absl::Status parsed = ParseRequest(*request, &state.request, &state.input); !parsed.ok()) {
     const absl::Status invalid = NotARequest(parsed);
     pipeline_->metrics().Record(scale_shift_rpc_, invalid, {}, 0);
@@ -163,7 +113,7 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
       pipeline_, &state, received, context->deadline(),
       [context] { return context->IsCancelled(); },
       [this, reactor, response](absl::Status status, const Timing& timing) {
-        RequestState& state = reactor->state;
+        ScaleShiftState& state = reactor->state;
         pipeline_->metrics().Record(scale_shift_rpc_, status, timing, state.input.size());
         if (status.ok()) *response = EncodeResponse(state.request, state.output, timing);
         reactor->Finish(ToGrpcStatus(status));

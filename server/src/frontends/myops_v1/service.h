@@ -4,43 +4,21 @@
 // finished from the executor's completion callback.
 #pragma once
 
-#include <cstdint>
-
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
 #include "absl/status/status.h"
 #include "frontends/auth.h"
 #include "frontends/grpc/status.h"
-#include "frontends/myops_v1/codec.h"
 #include "myops/v1/myops.grpc.pb.h"
-#include "pipeline/memory_budget.h"
 #include "pipeline/metrics.h"
 #include "pipeline/pipeline.h"
 
 namespace myops::server {
 
-// One ScaleShift request on its way through the pipeline, whichever RPC carried it: the parsed
-// message (all but the input's data), the input's data in the received slices (or
-// gathered from them), the output's slice, and the budget reserved for both. Owned by
-// its RPC's reactor until the response has been written.
-struct RequestState {
-  myops::v1::ScaleShiftRequest request;
-  wire::TensorData input;
-  grpc::Slice gathered;  // the input, copied: when split over slices or misaligned
-  grpc::Slice output;
-  BudgetReservation reservation;
-
-  // Whether the input must be copied to be contiguous and aligned to `alignment` (its
-  // item size: kernels load whole elements, and a misaligned load is undefined behaviour).
-  bool MustGather(int64_t alignment) const;
-  // The input's bytes, contiguous and aligned to `alignment` (copied into `gathered` when
-  // MustGather).
-  const void* ContiguousInput(int64_t alignment);
-};
-
 // Thread-safe; borrows `pipeline`, which must outlive the gRPC server using this service.
-// Both ScaleShift RPCs are raw methods: requests are parsed by hand (bounded, see
+// Both ScaleShift RPCs are raw methods and typed sugar over the generic call
+// (frontends/myops_v1/scale_shift.h): requests are parsed by hand (bounded, see
 // wire::ParseWithTensorData) and responses encoded by hand, so the output tensor is
 // computed straight into its own gRPC slice (no zero-fill, no serialize copy).
 // Call and CallStream are raw methods too (frontends/myops_v1/call_service.cc): requests are

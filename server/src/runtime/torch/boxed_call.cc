@@ -176,29 +176,41 @@ std::optional<at::Tensor> MetaResult(const c10::OperatorHandle& op, const OpCall
   return stack[0].toTensor();
 }
 
-// Computes result 0 of `call` into call.result_buffer through `op.out`; false (nothing
-// run) when the result, as the Meta kernel tells it, has no wire dtype or does not fit.
-bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
-  const OpCall::OutputBuffer buffer = call.result_buffer;
+// Result 0's layout for `call` as the op's Meta kernel tells it; nullopt when it cannot
+// tell, or the result has no wire dtype.
+std::optional<OpCall::OutputBuffer::Layout> MetaLayout(const OpHandle& op, const OpCall& call) {
   std::optional<at::Tensor> meta = MetaResult(op.op, call);
-  if (!meta.has_value()) return false;
+  if (!meta.has_value()) return std::nullopt;
   const std::optional<DType> dtype = FromScalarType(meta->scalar_type());
-  if (!dtype.has_value() || static_cast<int64_t>(meta->nbytes()) > buffer.bytes) return false;
+  if (!dtype.has_value()) return std::nullopt;
+  return OpCall::OutputBuffer::Layout{*dtype, meta->sizes().vec()};
+}
+
+// Computes result 0 of `call` into call.result_buffer through `op.out`; false (nothing
+// run) when its layout (the buffer's, else the Meta kernel's) is unknown or it does not
+// fit.
+bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
+  const OpCall::OutputBuffer& buffer = call.result_buffer;
+  std::optional<OpCall::OutputBuffer::Layout> meta;
+  if (!buffer.layout.has_value() && !(meta = MetaLayout(op, call)).has_value()) return false;
+  const OpCall::OutputBuffer::Layout& layout = buffer.layout.has_value() ? *buffer.layout : *meta;
+  at::Tensor out = WrapCpu(buffer.data, layout.shape, layout.dtype);
+  if (static_cast<int64_t>(out.nbytes()) > buffer.bytes) return false;
   torch::jit::Stack stack = Arguments(op.op.schema(), call, c10::Device(c10::kCPU));
-  stack.push_back(WrapCpu(buffer.data, meta->sizes().vec(), *dtype));
+  stack.push_back(out);
   op.out->callBoxed(stack);
   call.results.clear();
   const at::Tensor& result = stack.at(0).toTensor();
   if (result.data_ptr() != buffer.data || !result.is_contiguous() ||
-      result.sizes() != meta->sizes()) {
+      result.sizes() != out.sizes()) {
     // The kernel resized or replaced `out`: an ordinary result, copied by the front end.
     call.results.push_back(ToResult(stack[0], call));
     return true;
   }
   Value value;
   value.kind = Value::Kind::kTensor;
-  value.tensor.dtype = *dtype;
-  value.tensor.shape = result.sizes().vec();
+  value.tensor.dtype = layout.dtype;
+  value.tensor.shape = layout.shape;
   value.tensor.data = buffer.data;
   value.tensor.bytes = static_cast<int64_t>(result.nbytes());
   // No owner: the front end owns the buffer.
@@ -208,13 +220,14 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
 
 }  // namespace
 
-// Below this a result is cheaper to copy into the buffer than to compute there (asking
-// the Meta kernel first costs a dispatch).
+// Below this a result is cheaper to copy into the buffer than to compute there when the
+// Meta kernel must be asked for its layout first (that costs a dispatch).
 constexpr int64_t kMinInPlaceBytes = 64 << 10;
 
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
-  if (device.is_cpu() && op.out.has_value() && call.result_buffer.data != nullptr &&
-      call.result_buffer.bytes >= kMinInPlaceBytes && RunIntoBuffer(op, call)) {
+  const OpCall::OutputBuffer& buffer = call.result_buffer;
+  if (device.is_cpu() && op.out.has_value() && buffer.data != nullptr &&
+      (buffer.layout.has_value() || buffer.bytes >= kMinInPlaceBytes) && RunIntoBuffer(op, call)) {
     return;
   }
   torch::jit::Stack stack = Arguments(op.op.schema(), call, device);

@@ -1,9 +1,9 @@
-// The CPU runner: wraps request and response buffers as tensors and calls
-// myops::scale_shift_out, so the result is written straight into the response; generic
-// calls run boxed (runtime/boxed_call.h) on the CPU.
+// The CPU runner: calls run boxed (runtime/torch/boxed_call.h) on the CPU, argument
+// tensors wrapping the request's memory and result 0, where the front end gives a buffer
+// (a response's, a shared memory region), written straight into it; and the wire dtype <->
+// PyTorch dtype mapping.
 #include <ATen/ops/from_blob.h>
 
-#include "myops/ops.h"
 #include "runtime/torch/boxed_call.h"
 #include "runtime/torch/runner.h"
 
@@ -12,16 +12,6 @@ namespace {
 
 class CpuRunner final : public DeviceRunner {
  public:
-  void Run(const Job& job, int64_t* compute_ns) override {
-    const auto t0 = std::chrono::steady_clock::now();
-    at::Tensor x = WrapCpu(job.input.data, job.input.shape, job.input.dtype);
-    at::Tensor out = WrapCpu(job.output.data, job.output.shape, job.output.dtype);
-    myops::scale_shift_out(x, job.alpha, job.beta, out);
-    *compute_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-            .count();
-  }
-
   void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) override {
     const auto t0 = std::chrono::steady_clock::now();
     RunBoxed(op, call, c10::Device(c10::kCPU));

@@ -1,6 +1,6 @@
 // Device runners: how one job is computed on one kind of device (torch-facing, private
 // to the executor). A runner belongs to one worker thread (or, for the stateless CPU
-// runner, is shared); Run may throw PyTorch exceptions, which the executor maps.
+// runner, is shared); RunCall may throw PyTorch exceptions, which the executor maps.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +20,11 @@ namespace myops::server {
 class DeviceRunner {
  public:
   virtual ~DeviceRunner() = default;
-  // Writes alpha * input + beta into job.output; sets *compute_ns.
-  virtual void Run(const Job& job, int64_t* compute_ns) = 0;
   // Runs a generic call of `op` on this runner's device (RunBoxed); sets *compute_ns.
   virtual void RunCall(const OpHandle& op, OpCall& call, int64_t* compute_ns) = 0;
 };
 
-// Stateless, thread-safe: computes straight into the output view via scale_shift.out.
+// Stateless, thread-safe: runs calls boxed on the CPU (runtime/torch/boxed_call.h).
 std::unique_ptr<DeviceRunner> MakeCpuRunner();
 
 // Owns one stream of GPU `index`'s pool. Defined in runtime/cuda_runner.cc in CUDA builds; in CPU
