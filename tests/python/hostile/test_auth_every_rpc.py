@@ -1,0 +1,113 @@
+"""Bearer-token auth holds for every RPC the server offers, not only those a test names:
+the services are listed by the server's own reflection, each method is read from the
+protos in proto/, and each is called without a token (UNAUTHENTICATED, before anything
+else) and with one (anything but UNAUTHENTICATED). A service added without auth, or a
+handler that loses its check, fails here."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import grpc
+import pytest
+
+from myops_testing import quick_server
+from myops_testing.paths import REPO
+
+TOKEN = "tok-every-rpc"
+# Open by design: probes (Kubernetes, load balancers) and API discovery carry no token.
+OPEN = {"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}
+PROTOS = [REPO / "proto" / "myops" / "v1" / "myops.proto",
+          REPO / "proto" / "kserve" / "v2" / "grpc_predict_v2.proto"]
+
+
+def proto_methods() -> dict[str, list[tuple[str, bool, bool]]]:
+    """Service full name -> [(method, client streaming, server streaming)] from PROTOS."""
+    services: dict[str, list[tuple[str, bool, bool]]] = {}
+    rpc = re.compile(r"rpc\s+(\w+)\s*\(\s*(stream\s+)?[\w.]+\s*\)\s*returns\s*\(\s*(stream\s+)?")
+    for path in PROTOS:
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        package = re.search(r"^\s*package\s+([\w.]+)\s*;", text, re.M).group(1)
+        for service in re.finditer(r"service\s+(\w+)\s*\{(.*?)\n\}", text, re.S):
+            services[f"{package}.{service.group(1)}"] = [
+                (m.group(1), bool(m.group(2)), bool(m.group(3)))
+                for m in rpc.finditer(service.group(2))]
+    return services
+
+
+def _fields(data: bytes):
+    """(field number, value) of a protobuf message: varints as int, the rest as bytes."""
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        if key & 7 == 0:
+            value, i = _varint(data, i)
+        elif key & 7 == 2:
+            n, i = _varint(data, i)
+            value, i = data[i:i + n], i + n
+        else:
+            raise ValueError(f"unexpected wire type {key & 7}")
+        yield key >> 3, value
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = data[i]
+        value, shift, i = value | (b & 0x7F) << shift, shift + 7, i + 1
+        if not b & 0x80:
+            return value, i
+
+
+def listed_services(channel: grpc.Channel) -> set[str]:
+    """The services the server's reflection lists (ServerReflectionRequest.list_services)."""
+    call = channel.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+    [response] = list(call(iter([b"\x3a\x00"]), timeout=30))  # field 7 (list_services): ""
+    listing = dict(_fields(response))[6]  # list_services_response
+    return {dict(_fields(service))[1].decode() for number, service in _fields(listing)
+            if number == 1}
+
+
+def call_code(channel: grpc.Channel, path: str, client_stream: bool, server_stream: bool,
+              token: str | None) -> grpc.StatusCode:
+    """The status of `path` called with one empty message (or none, for a stream)."""
+    metadata = [("authorization", f"Bearer {token}")] if token else []
+    try:
+        if client_stream or server_stream:
+            call = channel.stream_stream(path) if client_stream else channel.unary_stream(path)
+            responses = call(iter([]) if client_stream else b"", timeout=30, metadata=metadata)
+            for _ in responses:
+                pass
+        else:
+            channel.unary_unary(path)(b"", timeout=30, metadata=metadata)
+    except grpc.RpcError as e:
+        return e.code()
+    return grpc.StatusCode.OK
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    token_file = tmp_path_factory.mktemp("auth") / "token"
+    token_file.write_text(TOKEN)
+    s = quick_server("--auth-token-file", str(token_file))
+    yield s
+    s.stop()
+
+
+def test_the_server_offers_exactly_the_services_this_test_knows(server):
+    with grpc.insecure_channel(server.address) as channel:
+        assert listed_services(channel) == set(proto_methods()) | OPEN
+
+
+@pytest.mark.parametrize("service,method,client_stream,server_stream", [
+    (service, *m) for service, methods in proto_methods().items() for m in methods])
+def test_every_rpc_needs_the_token(server, service, method, client_stream, server_stream):
+    path = f"/{service}/{method}"
+    with grpc.insecure_channel(server.address) as channel:
+        assert call_code(channel, path, client_stream, server_stream, None) == \
+            grpc.StatusCode.UNAUTHENTICATED
+        assert call_code(channel, path, client_stream, server_stream, "wrong") == \
+            grpc.StatusCode.UNAUTHENTICATED
+        assert call_code(channel, path, client_stream, server_stream, TOKEN) != \
+            grpc.StatusCode.UNAUTHENTICATED
