@@ -9,7 +9,7 @@
 namespace myops::server {
 
 absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const RegionRef& ref,
-                                        bool in_place, const std::string& field,
+                                        bool in_place, int64_t item_size, const std::string& field,
                                         const ReserveFn& reserve,
                                         std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
   auto slice = shm.Slice(ref.region, ref.offset, ref.byte_size);
@@ -17,8 +17,11 @@ absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const R
     return absl::Status(slice.status().code(), absl::StrCat(field, ": ", slice.status().message()));
   }
   const char* data = slice->data();
-  if (!in_place) {
-    // Private bytes: the client cannot change them between a check and a use.
+  const bool aligned =
+      item_size <= 1 || reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(item_size) == 0;
+  if (!in_place || !aligned) {
+    // Private bytes: the client cannot change them between a check and a use, and new[]
+    // aligns them for any item size (__STDCPP_DEFAULT_NEW_ALIGNMENT__, 16).
     const uint64_t n = ref.byte_size;
     if (absl::Status granted = reserve(static_cast<int64_t>(n)); !granted.ok()) return granted;
     auto copy = std::make_unique<char[]>(n == 0 ? 1 : n);

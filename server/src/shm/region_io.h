@@ -32,11 +32,13 @@ using ReserveFn = std::function<absl::Status(int64_t bytes)>;
 // contents, JSON data) and that argument tensors point into; owned by the call.
 using Scratch = std::vector<std::unique_ptr<char[]>>;
 
-// The `ref.byte_size` bytes at `ref`: a view into the region when `in_place`, else a
-// private copy (granted by `reserve`, kept in `scratch`). The region's slice is kept in
-// `slices`, which keeps the view valid. Errors of Slice (naming `field`) and of `reserve`.
+// The `ref.byte_size` bytes at `ref`, for a tensor of `item_size`-byte elements: a view
+// into the region when `in_place` and the bytes are aligned to `item_size` (kernels load
+// whole elements: a misaligned load is undefined behaviour), else a private copy (granted
+// by `reserve`, kept in `scratch`, aligned for any item size). The region's slice is kept
+// in `slices`, which keeps the view valid. Errors of Slice (naming `field`) and of `reserve`.
 absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const RegionRef& ref,
-                                        bool in_place, const std::string& field,
+                                        bool in_place, int64_t item_size, const std::string& field,
                                         const ReserveFn& reserve,
                                         std::vector<SharedMemorySlice>* slices, Scratch* scratch);
 

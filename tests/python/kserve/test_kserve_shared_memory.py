@@ -124,6 +124,23 @@ def test_offsets_inside_one_region(client, regions):
     np.testing.assert_allclose(y, -3 * x + 0.5, rtol=1e-6, atol=1e-6)
 
 
+def test_offsets_misaligned_for_the_dtype(client, regions):
+    # Offsets 1 and 3 put float32 (and float64) elements at odd addresses: the input is
+    # copied aligned before a kernel loads it, and the result is computed elsewhere and
+    # copied into the output's bytes (kernels load and store whole elements).
+    for dtype, datatype in ((np.float32, "FP32"), (np.float64, "FP64")):
+        x = np.linspace(-4, 4, 1 << 15, dtype=dtype)  # 128 or 256 KiB: past the in-place size
+        region, _, handle = regions.make(2 * x.nbytes + 64)
+        shm.set_shared_memory_region(handle, [x], offset=1)
+        out = grpcclient.InferRequestedOutput("output__0")
+        out.set_shared_memory(region, x.nbytes, offset=x.nbytes + 3)
+        client.infer(SCALE_SHIFT, [shm_input("x", x.shape, datatype, region, x.nbytes, 1)],
+                     outputs=[out], parameters={"alpha": 3.0, "beta": -1.0})
+        y = shm.get_contents_as_numpy(handle, dtype, x.shape, offset=x.nbytes + 3)
+        np.testing.assert_allclose(y, 3 * x - 1, rtol=1e-6, atol=1e-6)  # the kernel may fuse
+        np.testing.assert_array_equal(shm.get_contents_as_numpy(handle, dtype, x.shape, offset=1), x)
+
+
 def test_shared_memory_input_inline_output_and_the_reverse(client, regions):
     x = np.random.default_rng(1).standard_normal((5, 7)).astype(np.float32)
     rin, _, hin = regions.make(x.nbytes)

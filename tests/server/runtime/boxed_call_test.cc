@@ -125,6 +125,35 @@ TEST(RunBoxedIntoBufferTest, SmallResultsAreComputedTheOrdinaryWay) {
   ExpectOrdinaryResult(call, x, out);
 }
 
+// A buffer misaligned for the result's dtype (a region at an odd offset): kernels store
+// whole elements, so the result is computed in memory of its own, for the front end to
+// copy.
+TEST(RunBoxedIntoBufferTest, AMisalignedBufferGetsAnOrdinaryResult) {
+  auto registry = Registry();
+  const std::vector<float> x = Iota(k64KiB);
+  std::vector<float> out(k64KiB + 1, -1.0f);
+  char* misaligned = reinterpret_cast<char*>(out.data()) + 1;
+  OpCall call = ScaleShiftCall(*registry, x, misaligned, k64KiB * 4);
+  call.result_buffer.layout = OpCall::OutputBuffer::Layout{DType::kFloat32, {k64KiB}};
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  ExpectOrdinaryResult(call, x, out);
+}
+
+// With the result's layout given (ScaleShift's sugar knows it), any size is computed in
+// place, without asking the Meta kernel.
+TEST(RunBoxedIntoBufferTest, AGivenLayoutComputesSmallResultsInPlace) {
+  auto registry = Registry();
+  const std::vector<float> x = {1, 2, 3, 4};
+  std::vector<float> out(4, -1.0f);
+  OpCall call = ScaleShiftCall(*registry, x, out.data(), 16);
+  call.result_buffer.layout = OpCall::OutputBuffer::Layout{DType::kFloat32, {4}};
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(call.results[0].tensor.data, out.data());
+  EXPECT_EQ(call.results[0].tensor.owner, nullptr);
+  EXPECT_EQ(out, (std::vector<float>{3, 5, 7, 9}));
+}
+
 TEST(RunBoxedIntoBufferTest, TheResultDtypeIsTheOpsNotTheFirstArguments) {
   // int64 + float32 is float32 (type promotion): the out tensor must be float32, or the
   // out= overload would cast the result into int64.

@@ -1,6 +1,6 @@
-// SharedMemoryRegistry and BusGuard against real POSIX shared memory objects: the
-// registration rules, bounds, limits, data seen by both sides, and a client that
-// shrinks or unlinks its object while the server uses it.
+// SharedMemoryRegistry, BusGuard and RegionBytes against real POSIX shared memory objects:
+// the registration rules, bounds, limits, data seen by both sides, a client that shrinks
+// or unlinks its object while the server uses it, and input bytes read in place or copied.
 #include "shm/shared_memory.h"
 
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "shm/bus_guard.h"
+#include "shm/region_io.h"
 
 namespace myops::server {
 namespace {
@@ -163,6 +164,60 @@ TEST(SharedMemoryDeathTest, SigbusOutsideGuardedRegionsStillKills) {
         p[0] = 1;
       },
       "");
+}
+
+// A tensor's bytes are read in place only where they are aligned for its item size
+// (kernels load whole elements); elsewhere, and where the front end asks for a private
+// copy, they are copied, the copy reserved and aligned for any item size.
+TEST(RegionBytesTest, MisalignedBytesAreCopiedAlignedAndReserved) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({});
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, kPage).ok());
+  const float values[4] = {1.5f, -2.0f, 3.25f, 4.0f};
+  std::memcpy(object.data() + 1, values, sizeof(values));   // Offset 1: misaligned.
+  std::memcpy(object.data() + 64, values, sizeof(values));  // Offset 64: aligned.
+  struct Case {
+    uint64_t offset;
+    bool in_place;
+    int64_t item_size;
+    bool copied;
+  };
+  for (const Case& c : {Case{64, true, 4, false}, Case{1, true, 4, true}, Case{1, true, 1, false},
+                        Case{64, false, 4, true}}) {
+    SCOPED_TRACE(testing::Message() << "offset " << c.offset << ", in place " << c.in_place
+                                    << ", item size " << c.item_size);
+    std::vector<int64_t> reserved;
+    std::vector<SharedMemorySlice> slices;
+    Scratch scratch;
+    auto data = RegionBytes(
+        registry, {"r", c.offset, sizeof(values)}, c.in_place, c.item_size, "x",
+        [&reserved](int64_t n) {
+          reserved.push_back(n);
+          return absl::OkStatus();
+        },
+        &slices, &scratch);
+    ASSERT_TRUE(data.ok()) << data.status();
+    EXPECT_EQ(*data == slices.at(0).data(), !c.copied);
+    EXPECT_EQ(reserved, c.copied ? std::vector<int64_t>{sizeof(values)} : std::vector<int64_t>{});
+    EXPECT_EQ(scratch.size(), c.copied ? 1u : 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(*data) % static_cast<uintptr_t>(c.item_size), 0u);
+    EXPECT_EQ(std::memcmp(*data, values, sizeof(values)), 0);
+  }
+}
+
+// A copy the budget cannot grant is the budget's error, and nothing is kept.
+TEST(RegionBytesTest, ARefusedCopyIsTheBudgetsError) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({});
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, kPage).ok());
+  std::vector<SharedMemorySlice> slices;
+  Scratch scratch;
+  auto data = RegionBytes(
+      registry, {"r", 3, 16}, true, 8, "x",
+      [](int64_t) { return absl::ResourceExhaustedError("no budget"); }, &slices, &scratch);
+  EXPECT_EQ(data.status(), absl::ResourceExhaustedError("no budget"));
+  EXPECT_TRUE(slices.empty());
+  EXPECT_TRUE(scratch.empty());
 }
 
 }  // namespace

@@ -36,8 +36,8 @@ absl::StatusOr<TensorView> DecodeRegionTensor(const myops::v1::Tensor& t, const 
   if (!view.ok()) return view;
   const DTypeInfo* info = FindDTypeInfo(view->dtype);
   const bool in_place = info != nullptr && info->is_floating;
-  auto data = RegionBytes(*shm->registry, RefOf(t.shared_memory()), in_place, field, shm->reserve,
-                          &shm->slices, &shm->scratch);
+  auto data = RegionBytes(*shm->registry, RefOf(t.shared_memory()), in_place, ItemSize(view->dtype),
+                          field, shm->reserve, &shm->slices, &shm->scratch);
   if (!data.ok()) return data.status();
   view->data = *data;
   if (view->dtype == DType::kBool) {

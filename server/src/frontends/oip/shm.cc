@@ -87,7 +87,7 @@ absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
                                                    in->type->name, " needs ", need, " bytes"));
   }
   const bool floating = in->type->family == Family::kFloat || in->type->family == Family::kHalf;
-  auto data = RegionBytes(shm, ref, floating, field, reserve, slices, scratch);
+  auto data = RegionBytes(shm, ref, floating, in->type->size, field, reserve, slices, scratch);
   if (!data.ok()) return data.status();
   in->data = *data;
   in->stride = in->type->size;

@@ -194,6 +194,12 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
   std::optional<OpCall::OutputBuffer::Layout> meta;
   if (!buffer.layout.has_value() && !(meta = MetaLayout(op, call)).has_value()) return false;
   const OpCall::OutputBuffer::Layout& layout = buffer.layout.has_value() ? *buffer.layout : *meta;
+  // Kernels store whole elements: a buffer misaligned for the result's dtype (a region at
+  // an odd offset) gets the result copied into it instead.
+  if (reinterpret_cast<uintptr_t>(buffer.data) % static_cast<uintptr_t>(ItemSize(layout.dtype)) !=
+      0) {
+    return false;
+  }
   at::Tensor out = WrapCpu(buffer.data, layout.shape, layout.dtype);
   if (static_cast<int64_t>(out.nbytes()) > buffer.bytes) return false;
   torch::jit::Stack stack = Arguments(op.op.schema(), call, c10::Device(c10::kCPU));
