@@ -24,9 +24,10 @@ constexpr int64_t kChunkDataBytes = (int64_t{4} << 20) - 1024;
 }  // namespace
 
 StreamSession::Impl::Impl(std::shared_ptr<internal::ClientCore> core, const CallOptions& options)
-    : StreamCall(std::move(core), options, [this](grpc::ClientContext* context) {
-        return this->core()->stub->ScaleShiftStream(context);
-      }) {}
+    : StreamCall(std::move(core), options,
+                 [this](grpc::ClientContext* context, grpc::CompletionQueue* queue) {
+                   return this->core()->stub->PrepareAsyncScaleShiftStream(context, queue);
+                 }) {}
 
 StreamSession::StreamSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -63,12 +64,9 @@ int64_t StreamSession::discarded_responses() const { return impl_->discarded_res
 CallStreamSession::Impl::Impl(std::shared_ptr<internal::ClientCore> core,
                               const CallOptions& options)
     : StreamCall(std::move(core), options,
-                 [this](grpc::ClientContext* context) {
-                   return std::unique_ptr<Stream>(
-                       grpc::internal::ClientReaderWriterFactory<
-                           grpc::ByteBuffer, grpc::ByteBuffer>::Create(this->core()->channel.get(),
-                                                                       *this->core()->call_stream,
-                                                                       context));
+                 [this](grpc::ClientContext* context, grpc::CompletionQueue* queue) {
+                   return this->core()->generic_stub->PrepareCall(
+                       context, internal::kCallStreamMethod, queue);
                  }),
       in_place_(options.results_in_shared_memory) {}
 

@@ -1,7 +1,8 @@
-// The sessions' shared core: internal::StreamCall, one bidi-stream call over the
-// synchronous API with a write lock (Send, CloseSend) and a read lock (Receive, Close),
-// and the two sessions built on it: StreamSession::Impl (ScaleShiftStream, protobuf
-// messages) and CallStreamSession::Impl (CallStream, raw bytes of call_codec.h).
+// The sessions' shared core: internal::StreamCall, one bidi-stream call driven by
+// blocking calls (bidi_call.h) with a write lock (Send, CloseSend) and a read lock
+// (Receive, Close), and the two sessions built on it: StreamSession::Impl
+// (ScaleShiftStream, protobuf messages) and CallStreamSession::Impl (CallStream, raw bytes
+// of call_codec.h).
 #ifndef MYOPS_CLIENT_SRC_STREAM_SESSION_IMPL_H_
 #define MYOPS_CLIENT_SRC_STREAM_SESSION_IMPL_H_
 
@@ -19,12 +20,12 @@
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/sync_stream.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "bidi_call.h"
 #include "client_core.h"
 #include "grpc_status.h"
 #include "myops/client/client.h"
@@ -42,16 +43,18 @@ inline void TrimAfterWrite(myops::v1::ScaleShiftRequest* request) {
 }
 inline void TrimAfterWrite(grpc::ByteBuffer* request) { request->Clear(); }
 
-// Owns the call's context and stream. Lock order: read_mu_ before write_mu_ (Finish,
-// which needs both, runs under the read lock and then takes the write lock). std::mutex
+// Owns the call's context and stream. Lock order: read_mu_ before write_mu_ (finishing,
+// after which no write may start, runs under the read lock and then takes the write
+// lock). std::mutex
 // rather than absl::Mutex so ThreadSanitizer sees the locking with Debian's uninstrumented
 // abseil; the annotations are checked by clang with an annotated standard library.
 template <typename Request, typename Response>
 class StreamCall {
  public:
-  using Stream = grpc::ClientReaderWriter<Request, Response>;
-  // Starts the call on `context` (deadline and metadata already set).
-  using Open = std::function<std::unique_ptr<Stream>(grpc::ClientContext*)>;
+  using Stream = typename BlockingBidiCall<Request, Response>::Stream;
+  // Sets the call up, not started, on `context` (deadline and metadata already set) and
+  // `queue`.
+  using Open = std::function<std::unique_ptr<Stream>(grpc::ClientContext*, grpc::CompletionQueue*)>;
 
   StreamCall(std::shared_ptr<ClientCore> core, const CallOptions& options, const Open& open)
       : core_(std::move(core)),
@@ -59,7 +62,7 @@ class StreamCall {
         deadline_(CallDeadline(core_->options, options)) {
     context_.set_deadline(deadline_);
     core_->Authorize(&context_);
-    stream_ = open(&context_);
+    stream_.Start([&](grpc::CompletionQueue* queue) { return open(&context_, queue); });
   }
 
   ~StreamCall() {
@@ -103,7 +106,7 @@ class StreamCall {
     }
     const uint64_t id = next_request_id_++;
     while (encode(id, &request_)) {
-      const bool written = stream_->Write(request_);
+      const bool written = stream_.Write(request_);
       TrimAfterWrite(&request_);
       if (!written) {
         write_failed_ = true;
@@ -120,8 +123,8 @@ class StreamCall {
     std::lock_guard<std::mutex> lock(write_mu_);
     if (!writes_done_) {
       writes_done_ = true;
-      // False only when the stream has already ended; Receive/Close report why.
-      stream_->WritesDone();
+      // Fails only when the stream has already ended; Receive/Close report why.
+      if (!ended_) stream_.WritesDone();
     }
     return absl::OkStatus();
   }
@@ -185,7 +188,7 @@ class StreamCall {
   // Returns false when the stream has ended (final_status_ is then set).
   bool ReadOne() ABSL_EXCLUSIVE_LOCKS_REQUIRED(read_mu_) ABSL_LOCKS_EXCLUDED(write_mu_) {
     if (finished_) return false;
-    if (stream_->Read(&response_)) {
+    if (stream_.Read(&response_)) {
       received_.fetch_add(1);
       if (!replica_known_) {  // A read that returned a message had the metadata first.
         replica_ = ServingReplica(context_);
@@ -193,11 +196,12 @@ class StreamCall {
       }
       return true;
     }
-    // The server has ended the stream (or it failed): no write may run during Finish.
+    // The server has ended the stream (or it failed): no write may start from here on.
     std::lock_guard<std::mutex> lock(write_mu_);
-    final_status_ = ToAbslStatus(stream_->Finish());
-    finished_ = true;
+    ended_ = true;
     write_failed_ = true;
+    final_status_ = ToAbslStatus(stream_.Finish());
+    finished_ = true;
     return false;
   }
 
@@ -228,7 +232,8 @@ class StreamCall {
   const std::string device_;
   const std::chrono::system_clock::time_point deadline_;  // The session's.
   grpc::ClientContext context_;
-  std::unique_ptr<Stream> stream_;  // Set in the constructor; thread-safe per the locks.
+  // Started in the constructor; its reads under read_mu_, its writes under write_mu_.
+  BlockingBidiCall<Request, Response> stream_;
 
   mutable std::mutex read_mu_;
   Response response_ ABSL_GUARDED_BY(read_mu_);
@@ -246,6 +251,7 @@ class StreamCall {
   uint64_t next_request_id_ ABSL_GUARDED_BY(write_mu_) = 1;
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(write_mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(write_mu_) = false;  // Finished: no operation may start.
 };
 
 }  // namespace internal
