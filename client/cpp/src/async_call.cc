@@ -22,8 +22,8 @@ namespace {
 // cancellation state it shares with AsyncCall handles has its own.
 class AsyncUnaryCall {
  public:
-  AsyncUnaryCall(std::shared_ptr<ClientCore> core, const grpc::internal::RpcMethod& method,
-                 grpc::ByteBuffer request, Clock::time_point deadline, RawUnaryDone done)
+  AsyncUnaryCall(std::shared_ptr<ClientCore> core, const char* method, grpc::ByteBuffer request,
+                 Clock::time_point deadline, RawUnaryDone done)
       : core_(std::move(core)),
         method_(method),
         done_(std::move(done)),
@@ -41,12 +41,11 @@ class AsyncUnaryCall {
     response_.Clear();
     cancel_->Attach(context_);
     // Nothing of `this` is touched after this line: the callback may already have run.
-    grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-        core_->channel.get(), method_, context_.get(), &request_, &response_,
-        [this](grpc::Status status) {
-          GrpcCallbackScope scope;
-          OnDone(std::move(status));
-        });
+    core_->generic_stub->UnaryCall(context_.get(), method_, grpc::StubOptions(), &request_,
+                                   &response_, [this](grpc::Status status) {
+                                     GrpcCallbackScope scope;
+                                     OnDone(std::move(status));
+                                   });
   }
 
  private:
@@ -79,7 +78,7 @@ class AsyncUnaryCall {
   }
 
   std::shared_ptr<ClientCore> core_;
-  const grpc::internal::RpcMethod& method_;  // Owned by core_.
+  const char* const method_;  // A string constant.
   RawUnaryDone done_;
   const Clock::time_point deadline_;
   const grpc::ByteBuffer request_;  // Shared by the attempts: no re-encoding on retry.
@@ -126,8 +125,7 @@ bool AsyncCallState::cancelled() const {
 }
 
 std::shared_ptr<AsyncCallState> StartAsyncUnary(std::shared_ptr<ClientCore> core,
-                                                const grpc::internal::RpcMethod& method,
-                                                grpc::ByteBuffer request,
+                                                const char* method, grpc::ByteBuffer request,
                                                 Clock::time_point deadline, RawUnaryDone done) {
   auto* call =
       new AsyncUnaryCall(std::move(core), method, std::move(request), deadline, std::move(done));
@@ -143,8 +141,7 @@ std::shared_ptr<AsyncCallState> StartAsyncScaleShift(std::shared_ptr<ClientCore>
   grpc::ByteBuffer request =
       EncodeRequestBytes(x, alpha, beta, options.device, *core->send_buffers);
   const Clock::time_point deadline = CallDeadline(core->options, options);
-  const grpc::internal::RpcMethod& method = *core->scale_shift;
-  return StartAsyncUnary(std::move(core), method, std::move(request), deadline,
+  return StartAsyncUnary(std::move(core), kScaleShiftMethod, std::move(request), deadline,
                          [dtype = x.dtype, shape = x.shape, done = std::move(done)](
                              grpc::Status status, grpc::ByteBuffer response, std::string replica) {
                            const TensorView expected{dtype, shape, nullptr, 0};

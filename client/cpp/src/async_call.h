@@ -10,7 +10,6 @@
 #include <string>
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/impl/rpc_method.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
 
@@ -52,13 +51,13 @@ class AsyncCallState {
 // answered (ServingReplica; "" if none or the call failed).
 using RawUnaryDone = std::function<void(grpc::Status, grpc::ByteBuffer, std::string)>;
 
-// Starts the raw unary call of `method` (owned by `core`) with `request`, retried as the
+// Starts the raw unary call of `method` (one of client_core.h's, through the generic stub;
+// a string constant) with `request`, retried as the
 // blocking calls are until `deadline` (not after a cancellation); `done` runs once on a
 // gRPC thread (or on the thread cancelling it), after the call has released its request.
 // The call keeps `core` alive until then. Returns its cancellation state.
 std::shared_ptr<AsyncCallState> StartAsyncUnary(std::shared_ptr<ClientCore> core,
-                                                const grpc::internal::RpcMethod& method,
-                                                grpc::ByteBuffer request,
+                                                const char* method, grpc::ByteBuffer request,
                                                 Clock::time_point deadline, RawUnaryDone done);
 
 // Copies `x` (already validated) into a request and starts the call; `done` runs once on

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +17,7 @@
 #include "retry.h"
 #include "shm_call.h"
 #include "stream_session_impl.h"
+#include "unary_call.h"
 
 namespace myops::client {
 namespace {
@@ -38,8 +38,8 @@ absl::Status CallScaleShift(const internal::ClientCore& core, const TensorView& 
       [&](grpc::ClientContext* context) {
         core.Authorize(context);
         response->Clear();
-        grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-            core.channel.get(), *core.scale_shift, context, request, response);
+        grpc::Status status = internal::BlockingUnaryCall(
+            *core.generic_stub, context, internal::kScaleShiftMethod, request, response);
         *replica = internal::ServingReplica(*context);
         return status;
       }));
@@ -226,7 +226,8 @@ absl::StatusOr<bool> Client::Health(const std::string& service, const CallOption
       [&](grpc::ClientContext* context) {
         core_->Authorize(context);
         response.Clear();
-        return internal::CallHealthCheck(*core_->generic_stub, context, request, &response);
+        return internal::BlockingUnaryCall(*core_->generic_stub, context,
+                                           internal::kHealthCheckMethod, request, &response);
       });
   if (!status.ok()) return internal::ToAbslStatus(status);
   absl::StatusOr<internal::ServingStatus> serving = internal::DecodeHealthCheckResponse(response);

@@ -63,7 +63,7 @@ std::shared_ptr<internal::AsyncCallState> StartCall(
     return nullptr;
   }
   return internal::StartAsyncUnary(
-      core_, *core_->call, internal::EncodeCallRequest(call, *core_->send_buffers),
+      core_, internal::kCallMethod, internal::EncodeCallRequest(call, *core_->send_buffers),
       internal::CallDeadline(core_->options, options),
       [done = std::move(done), shm = std::move(shm), pool = std::weak_ptr(core_->shm)](
           grpc::Status status, grpc::ByteBuffer response, std::string replica) {
@@ -157,7 +157,7 @@ AsyncCall Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
 
 AsyncCall Client::ListOperatorsAsync(OperatorsCallback done, const CallOptions& options) {
   return AsyncCall(internal::StartAsyncUnary(
-      core_, *core_->list_operators, SerializeMessage(myops::v1::ListOperatorsRequest()),
+      core_, internal::kListOperatorsMethod, SerializeMessage(myops::v1::ListOperatorsRequest()),
       internal::CallDeadline(core_->options, options),
       [done = std::move(done)](grpc::Status status, grpc::ByteBuffer bytes, std::string) {
         absl::StatusOr<myops::v1::ListOperatorsResponse> response =
@@ -172,7 +172,7 @@ AsyncCall Client::ListOperatorsAsync(OperatorsCallback done, const CallOptions& 
 
 AsyncCall Client::GetServerInfoAsync(ServerInfoCallback done, const CallOptions& options) {
   return AsyncCall(internal::StartAsyncUnary(
-      core_, *core_->server_info, SerializeMessage(myops::v1::ServerInfoRequest()),
+      core_, internal::kServerInfoMethod, SerializeMessage(myops::v1::ServerInfoRequest()),
       internal::CallDeadline(core_->options, options),
       [done = std::move(done)](grpc::Status status, grpc::ByteBuffer bytes, std::string) {
         absl::StatusOr<myops::v1::ServerInfoResponse> response =
@@ -188,7 +188,7 @@ AsyncCall Client::GetServerInfoAsync(ServerInfoCallback done, const CallOptions&
 AsyncCall Client::HealthAsync(const std::string& service, HealthCallback done,
                               const CallOptions& options) {
   return AsyncCall(internal::StartAsyncUnary(
-      core_, *core_->health_check, internal::EncodeHealthCheckRequest(service),
+      core_, internal::kHealthCheckMethod, internal::EncodeHealthCheckRequest(service),
       internal::CallDeadline(core_->options, options),
       [done = std::move(done)](grpc::Status status, grpc::ByteBuffer response, std::string) {
         if (!status.ok()) {

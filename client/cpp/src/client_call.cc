@@ -6,7 +6,6 @@
 #include <utility>
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/impl/client_unary_call.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include "call_codec.h"
@@ -16,6 +15,7 @@
 #include "retry.h"
 #include "shm_call.h"
 #include "stream_session_impl.h"
+#include "unary_call.h"
 
 namespace myops::client {
 
@@ -30,8 +30,8 @@ absl::Status internal::CallRaw(const ClientCore& core, const CallFields& call,
       core.options.retry, CallDeadline(core.options, options), [&](grpc::ClientContext* context) {
         core.Authorize(context);
         response->Clear();
-        grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-            core.channel.get(), *core.call, context, request, response);
+        grpc::Status status =
+            BlockingUnaryCall(*core.generic_stub, context, kCallMethod, request, response);
         if (replica != nullptr) *replica = ServingReplica(*context);
         return status;
       }));

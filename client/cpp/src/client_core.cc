@@ -150,18 +150,6 @@ absl::StatusOr<std::shared_ptr<ClientCore>> CreateClientCore(ClientOptions optio
         absl::StrCat("could not create a channel to \"", options.target, "\""));
   }
   core->stub = myops::v1::Myops::NewStub(core->channel);
-  core->scale_shift = std::make_unique<grpc::internal::RpcMethod>(
-      kScaleShiftMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
-  core->call = std::make_unique<grpc::internal::RpcMethod>(
-      kCallMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
-  core->call_stream = std::make_unique<grpc::internal::RpcMethod>(
-      kCallStreamMethod, grpc::internal::RpcMethod::BIDI_STREAMING, core->channel);
-  core->list_operators = std::make_unique<grpc::internal::RpcMethod>(
-      kListOperatorsMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
-  core->server_info = std::make_unique<grpc::internal::RpcMethod>(
-      kServerInfoMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
-  core->health_check = std::make_unique<grpc::internal::RpcMethod>(
-      kHealthCheckMethod, grpc::internal::RpcMethod::NORMAL_RPC, core->channel);
   core->generic_stub = std::make_unique<grpc::GenericStub>(core->channel);
   core->send_buffers = SendBufferPool::Create(static_cast<size_t>(options.max_pooled_send_bytes));
   if (!options.auth_token.empty()) {

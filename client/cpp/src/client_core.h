@@ -11,7 +11,6 @@
 
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/impl/rpc_method.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,14 +37,9 @@ struct ClientCore {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<myops::v1::Myops::Stub> stub;  // ScaleShiftStream, ServerInfo, ListOperators.
-  std::unique_ptr<const grpc::internal::RpcMethod> scale_shift;     // Registered on `channel`.
-  std::unique_ptr<const grpc::internal::RpcMethod> call;            // Likewise.
-  std::unique_ptr<const grpc::internal::RpcMethod> call_stream;     // Likewise.
-  std::unique_ptr<const grpc::internal::RpcMethod> list_operators;  // Likewise.
-  std::unique_ptr<const grpc::internal::RpcMethod> server_info;     // Likewise.
-  std::unique_ptr<const grpc::internal::RpcMethod> health_check;    // Likewise.
-  std::unique_ptr<grpc::GenericStub> generic_stub;  // Raw unary ScaleShift, grpc.health.v1.
-  std::shared_ptr<SendBufferPool> send_buffers;     // Thread-safe.
+  // The raw calls: the methods above and grpc.health.v1 (health.h). Thread-safe.
+  std::unique_ptr<grpc::GenericStub> generic_stub;
+  std::shared_ptr<SendBufferPool> send_buffers;  // Thread-safe.
   // Shared memory regions (shm_pool.h); null with SharedMemoryMode::kOff. Thread-safe.
   std::shared_ptr<ShmPool> shm;
   std::string authorization;  // "Bearer <token>", or empty without options.auth_token.

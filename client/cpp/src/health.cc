@@ -1,13 +1,11 @@
 // The grpc.health.v1 messages (requests encoded by hand, responses read through
-// google.protobuf.Int32Value) and the blocking Check call (see health.h).
+// google.protobuf.Int32Value; see health.h).
 //
 //   message HealthCheckRequest { string service = 1; }
 //   message HealthCheckResponse { ServingStatus status = 1; }
 #include "health.h"
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include <google/protobuf/wrappers.pb.h>
@@ -47,24 +45,6 @@ absl::StatusOr<ServingStatus> DecodeHealthCheckResponse(const grpc::ByteBuffer& 
   }
   const int32_t status = parsed.value();
   return status >= 0 && status <= 3 ? static_cast<ServingStatus>(status) : ServingStatus::kUnknown;
-}
-
-grpc::Status CallHealthCheck(grpc::GenericStub& stub, grpc::ClientContext* context,
-                             const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status result;
-  stub.UnaryCall(context, kHealthCheckMethod, grpc::StubOptions(), &request, response,
-                 [&](grpc::Status status) {
-                   std::lock_guard<std::mutex> lock(mu);
-                   result = std::move(status);
-                   done = true;
-                   cv.notify_one();
-                 });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
-  return result;
 }
 
 }  // namespace myops::client::internal

@@ -1,13 +1,12 @@
-// The client side of the standard gRPC health service (grpc.health.v1.Health/Check),
-// called through the generic stub with hand-encoded messages. Debian's gRPC ships no
-// generated health stubs, and generating our own copy of grpc.health.v1 would register
-// that proto file a second time in any process that also links one (protobuf aborts).
+// The messages of the standard gRPC health service (grpc.health.v1.Health/Check), which
+// the client calls through the generic stub (unary_call.h) with hand-encoded messages. Debian's
+// gRPC ships no generated health stubs, and generating our own copy of grpc.health.v1 would
+// register that proto file a second time in any process that also links one (protobuf aborts).
 #ifndef MYOPS_CLIENT_SRC_HEALTH_H_
 #define MYOPS_CLIENT_SRC_HEALTH_H_
 
 #include <string>
 
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include "absl/status/statusor.h"
@@ -24,10 +23,6 @@ grpc::ByteBuffer EncodeHealthCheckRequest(const std::string& service);
 
 // Parses HealthCheckResponse; InternalError when the bytes are not one.
 absl::StatusOr<ServingStatus> DecodeHealthCheckResponse(const grpc::ByteBuffer& response);
-
-// Blocking Health/Check call with `context` (whose deadline the caller sets).
-grpc::Status CallHealthCheck(grpc::GenericStub& stub, grpc::ClientContext* context,
-                             const grpc::ByteBuffer& request, grpc::ByteBuffer* response);
 
 }  // namespace myops::client::internal
 
