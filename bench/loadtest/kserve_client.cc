@@ -1,17 +1,20 @@
 // myops-loadtest's Open Inference Protocol client (see kserve_client.h). Calls go through
-// grpc::internal::BlockingUnaryCall / CallbackUnaryCall on raw byte buffers, exactly as
-// the myops.v1 client's ScaleShiftInto / ScaleShiftAsync do, so that the comparison of
-// the two protocols is not one of two call mechanisms.
+// gRPC's generic stub on raw byte buffers, the blocking ones on a completion queue that
+// the calling thread polls, exactly as the myops.v1 client's ScaleShiftInto /
+// ScaleShiftAsync do, so that the comparison of the two protocols is not one of two call
+// mechanisms.
 #include "kserve_client.h"
 
 #include <grpc/slice.h>
 #include <grpcpp/client_context.h>
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/create_channel.h>
-#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/client_callback.h>
 
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -129,6 +132,28 @@ absl::Status DecodeResponse(const grpc::ByteBuffer& bytes, size_t expected, void
   return absl::OkStatus();
 }
 
+// The blocking call of `method`, as the myops.v1 client's (client/cpp/src/unary_call.cc):
+// an asynchronous call on a queue that this thread polls.
+grpc::Status BlockingUnaryCall(grpc::GenericStub& stub, grpc::ClientContext* context,
+                               const char* method, const grpc::ByteBuffer& request,
+                               grpc::ByteBuffer* response) {
+  grpc::CompletionQueue queue;
+  grpc::Status status;
+  {
+    const std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
+        stub.PrepareUnaryCall(context, method, request, &queue);
+    call->StartCall();
+    call->Finish(response, &status, &queue);
+  }
+  void* tag;
+  bool ok;
+  queue.Next(&tag, &ok);
+  queue.Shutdown();
+  while (queue.Next(&tag, &ok)) {
+  }
+  return status;
+}
+
 absl::Status ToAbsl(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
@@ -139,7 +164,7 @@ absl::Status ToAbsl(const grpc::Status& s) {
 struct KServeClient::Impl {
   KServeOptions options;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<grpc::internal::RpcMethod> infer, ready;
+  std::unique_ptr<grpc::GenericStub> stub;
   std::string authorization;
 
   void Prepare(grpc::ClientContext* context, std::chrono::milliseconds deadline) const {
@@ -164,10 +189,7 @@ absl::StatusOr<std::unique_ptr<KServeClient>> KServeClient::Create(const KServeO
     return absl::InvalidArgumentError(
         absl::StrCat("could not create a channel to \"", options.target, "\""));
   }
-  impl->infer = std::make_unique<grpc::internal::RpcMethod>(
-      kInferMethod, grpc::internal::RpcMethod::NORMAL_RPC, impl->channel);
-  impl->ready = std::make_unique<grpc::internal::RpcMethod>(
-      kReadyMethod, grpc::internal::RpcMethod::NORMAL_RPC, impl->channel);
+  impl->stub = std::make_unique<grpc::GenericStub>(impl->channel);
   if (!options.auth_token.empty()) impl->authorization = "Bearer " + options.auth_token;
   return std::unique_ptr<KServeClient>(new KServeClient(std::move(impl)));
 }
@@ -181,8 +203,8 @@ absl::Status KServeClient::CheckReady(std::chrono::milliseconds deadline) {
   grpc::ByteBuffer response_buffer;
   grpc::ClientContext context;
   impl_->Prepare(&context, deadline);
-  const grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-      impl_->channel.get(), *impl_->ready, &context, request_buffer, &response_buffer);
+  const grpc::Status status =
+      BlockingUnaryCall(*impl_->stub, &context, kReadyMethod, request_buffer, &response_buffer);
   if (!status.ok()) return ToAbsl(status);
   std::string flat;
   if (!wire::Flatten(response_buffer, &flat)) return absl::InternalError("unreadable response");
@@ -208,8 +230,8 @@ absl::Status KServeClient::Infer(const myops::client::TensorView& x, double alph
   grpc::ByteBuffer response;
   grpc::ClientContext context;
   impl_->Prepare(&context, deadline);
-  const grpc::Status status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-      impl_->channel.get(), *impl_->infer, &context, request, &response);
+  const grpc::Status status =
+      BlockingUnaryCall(*impl_->stub, &context, kInferMethod, request, &response);
   if (!status.ok()) return ToAbsl(status);
   return DecodeResponse(response, out.size_bytes, out.data);
 }
@@ -230,15 +252,15 @@ void KServeClient::InferAsync(const myops::client::TensorView& x, double alpha, 
   call->expected = x.size_bytes;
   call->done = std::move(done);
   impl_->Prepare(&call->context, deadline);
-  grpc::internal::CallbackUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-      impl_->channel.get(), *impl_->infer, &call->context, &call->request, &call->response,
-      [call](grpc::Status status) {
-        absl::Status result =
-            status.ok() ? DecodeResponse(call->response, call->expected, nullptr) : ToAbsl(status);
-        auto finish = std::move(call->done);
-        delete call;
-        finish(std::move(result));
-      });
+  impl_->stub->UnaryCall(&call->context, kInferMethod, grpc::StubOptions(), &call->request,
+                         &call->response, [call](grpc::Status status) {
+                           absl::Status result =
+                               status.ok() ? DecodeResponse(call->response, call->expected, nullptr)
+                                           : ToAbsl(status);
+                           auto finish = std::move(call->done);
+                           delete call;
+                           finish(std::move(result));
+                         });
 }
 
 }  // namespace myops::loadtest
