@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
@@ -34,6 +35,9 @@ class ScriptedTestServer {
         failures_(failures),
         failure_code_(failure_code),
         responses_(std::move(responses)) {
+    // grpc.health.v1 goes to the script too: no default health service, which an
+    // EchoTestServer built before in the process would otherwise have switched on.
+    grpc::EnableDefaultHealthCheckService(false);
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterCallbackGenericService(&service_);
