@@ -174,5 +174,42 @@ TEST(ClientStreamFlowControlTest, SendHeldUntilTheDeadlineSaysWhy) {
   EXPECT_EQ((*stream)->Close().code(), absl::StatusCode::kDeadlineExceeded);
 }
 
+// Requests far past the flow-control windows: the sender's writes wait for the receiver's
+// reads, the two threads waiting on the stream's progress in turn. (Not in the TSan run,
+// tests/sanitizers/tsan_tests.regex: its megabytes take minutes under TSan.)
+TEST(ClientStreamFlowControlTest, SendHeldGoesOnWhileAnotherThreadReceives) {
+  testing::EchoTestServer server;
+  ASSERT_TRUE(server.ok());
+  ClientOptions options;
+  options.target = server.target();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::unique_ptr<StreamSession>> stream = (*client)->OpenStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  StreamSession* const session = stream->get();
+  constexpr int kRequests = 48;
+  std::thread sender([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      Tensor x = NumberedTensor(i, 256 << 10);  // 1 MiB per request.
+      ASSERT_TRUE(session->Send(x.view(), 2.0, 1.0).ok());
+    }
+    ASSERT_TRUE(session->CloseSend().ok());
+  });
+  int received = 0;
+  for (absl::StatusOr<StreamResult> result = session->Receive(); result.ok();
+       result = session->Receive()) {
+    ++received;
+    if (!result->result.ok()) {  // No ASSERT: the sender is still to be joined.
+      ADD_FAILURE() << result->result.status();
+      continue;
+    }
+    const auto* data = static_cast<const float*>(result->result->output.data());
+    EXPECT_EQ(data[1], static_cast<float>((result->request_id - 1) * 1000 + 1));
+  }
+  sender.join();
+  EXPECT_EQ(received, kRequests);
+  EXPECT_TRUE(session->Close().ok());
+}
+
 }  // namespace
 }  // namespace myops::client

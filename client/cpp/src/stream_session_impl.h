@@ -44,10 +44,10 @@ inline void TrimAfterWrite(myops::v1::ScaleShiftRequest* request) {
 inline void TrimAfterWrite(grpc::ByteBuffer* request) { request->Clear(); }
 
 // Owns the call's context and stream. Lock order: read_mu_ before write_mu_ (finishing,
-// after which no write may start, runs under the read lock and then takes the write
-// lock). std::mutex
-// rather than absl::Mutex so ThreadSanitizer sees the locking with Debian's uninstrumented
-// abseil; the annotations are checked by clang with an annotated standard library.
+// after which no operation may start, runs under the read lock and then takes the write
+// lock). std::mutex rather than absl::Mutex so ThreadSanitizer sees the locking with
+// Debian's uninstrumented abseil; the annotations are checked by clang with an annotated
+// standard library.
 template <typename Request, typename Response>
 class StreamCall {
  public:
@@ -251,7 +251,7 @@ class StreamCall {
   uint64_t next_request_id_ ABSL_GUARDED_BY(write_mu_) = 1;
   bool writes_done_ ABSL_GUARDED_BY(write_mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(write_mu_) = false;
-  bool ended_ ABSL_GUARDED_BY(write_mu_) = false;  // Finished: no operation may start.
+  bool ended_ ABSL_GUARDED_BY(write_mu_) = false;  // Finished: CloseSend starts nothing.
 };
 
 }  // namespace internal
