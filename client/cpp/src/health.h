@@ -1,7 +1,8 @@
 // The messages of the standard gRPC health service (grpc.health.v1.Health/Check), which
-// the client calls through the generic stub (unary_call.h) with hand-encoded messages. Debian's
-// gRPC ships no generated health stubs, and generating our own copy of grpc.health.v1 would
-// register that proto file a second time in any process that also links one (protobuf aborts).
+// the client calls through the generic stub (unary_call.h) with hand-encoded messages.
+// Debian's gRPC ships no generated health stubs, and generating our own copy of
+// grpc.health.v1 would register that proto file a second time in any process that also
+// links one (protobuf aborts).
 #ifndef MYOPS_CLIENT_SRC_HEALTH_H_
 #define MYOPS_CLIENT_SRC_HEALTH_H_
 
