@@ -128,6 +128,32 @@ def test_json_outputs_count_against_the_memory_budget():
         server.close()
 
 
+def test_json_request_bodies_count_against_the_memory_budget():
+    """A request's body is reserved before it is read, with what parsing it holds (24 bytes
+    per byte of JSON): 20k floats as binary data fit a 1 MB budget, as JSON data (about
+    4 bytes of text each) they do not, and the refusal says why."""
+    server = ServerProcess("--http-address", "127.0.0.1:0", "--max-inflight-bytes", "1000000")
+    client = httpclient.InferenceServerClient(server.http_address)
+    params = {"alpha": 2.0, "beta": 1.0}
+    binary_out = [httpclient.InferRequestedOutput("output__0", binary_data=True)]
+    try:
+        for binary in (True, False):
+            x = httpclient.InferInput("x", [20000], "FP32")
+            x.set_data_from_numpy(np.ones(20000, np.float32), binary_data=binary)
+            if binary:
+                out = client.infer(SCALE_SHIFT, [x], parameters=params, outputs=binary_out)
+                assert (out.as_numpy("output__0") == 3.0).all()
+                continue
+            with pytest.raises(InferenceServerException) as raised:
+                client.infer(SCALE_SHIFT, [x], parameters=params, outputs=binary_out)
+            assert raised.value.status() == "429"
+            assert "more than the server's whole memory budget" in raised.value.message()
+        assert poll(server.gauges_idle, timeout=60)
+    finally:
+        client.close()
+        server.close()
+
+
 def test_bearer_token(tmp_path):
     token = tmp_path / "token"
     token.write_text("s3cret\n")

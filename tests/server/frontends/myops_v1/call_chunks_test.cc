@@ -89,6 +89,44 @@ TEST_F(ChunkAssemblyTest, WrongOffsetFailsTheRequestAndDropsItsRest) {
   EXPECT_EQ(Add(Chunk(1, 1, 0, "a")), Added::kFailed);
 }
 
+// A chunk names its tensor: one for a tensor other than the one being filled (here a
+// tensor the request does not have) fails the request, even at the right offset.
+TEST_F(ChunkAssemblyTest, AChunkOfAnotherTensorFailsTheRequest) {
+  ASSERT_TRUE(Start(1, 4).ok());
+  EXPECT_EQ(Add(Chunk(1, 1, 0, "abcd")), Added::kFailed);
+  EXPECT_EQ(id_, 1u);
+  EXPECT_EQ(error_.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(error_.message().find("a chunk of chunked tensor 1 at offset 0; expected tensor 0"),
+            std::string::npos)
+      << error_;
+  EXPECT_EQ(budget_.held(), 0);
+}
+
+// A chunked bool tensor obeys the rule of every bool tensor: each byte 0 or 1.
+TEST_F(ChunkAssemblyTest, ABoolTensorWithAByteOtherThan0Or1IsRefused) {
+  for (const char last : {'\1', '\2'}) {
+    CallRequest header = ChunkedHeader(5, 4);
+    auto* t = header.mutable_arguments(0)->mutable_value()->mutable_tensor();
+    t->set_dtype(myops::v1::DTYPE_BOOL);
+    t->set_chunked_byte_size(4);
+    auto sizes = FindChunkedTensors(header, TensorLimits{});
+    ASSERT_TRUE(sizes.ok()) << sizes.status();
+    ChunkAssembly::Request r;
+    r.request = header;
+    ASSERT_TRUE(assembly_.Start(std::move(r), *sizes).ok());
+    ASSERT_EQ(Add(Chunk(5, 0, 0, std::string("\0\1\0", 3) + last)), Added::kComplete);
+    auto args = DecodeArguments(done_.request, TensorLimits{}, nullptr, &done_.chunks);
+    if (last == '\1') {
+      EXPECT_TRUE(args.ok()) << args.status();
+      continue;
+    }
+    EXPECT_EQ(args.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(args.status().message().find("a bool tensor with a byte other than 0 or 1"),
+              std::string::npos)
+        << args.status();
+  }
+}
+
 TEST_F(ChunkAssemblyTest, OverrunEmptyChunkAndOtherFields) {
   ASSERT_TRUE(Start(1, 4).ok());
   EXPECT_EQ(Add(Chunk(1, 0, 0, std::string(17, 'x'))), Added::kFailed);

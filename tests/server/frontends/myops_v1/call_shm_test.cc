@@ -111,6 +111,33 @@ TEST_F(CallShmTest, IntegerArgumentsAreCopiedOutOfTheirRegion) {
   }
 }
 
+// A bool tensor in a region obeys the rule of every bool tensor (each byte 0 or 1): the
+// bytes are copied out first, so the client cannot change them after the check.
+TEST_F(CallShmTest, ABoolTensorWithAByteOtherThan0Or1IsRefused) {
+  Start(true);
+  testing::ShmObject flags("v1_bool", 16);
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "flags", flags, 16).ok());
+  CallRequest r;
+  r.set_op("aten::size.int");  // size(Tensor self, int dim): any dtype
+  auto* t = r.add_arguments()->mutable_value()->mutable_tensor();
+  t->set_dtype(myops::v1::DTYPE_BOOL);
+  t->add_shape(16);
+  t->mutable_shared_memory()->set_region("flags");
+  t->mutable_shared_memory()->set_byte_size(16);
+  r.add_arguments()->mutable_value()->set_int_value(0);
+  auto* bytes = reinterpret_cast<unsigned char*>(flags.floats());
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(i % 2);
+  CallResponse response;
+  grpc::Status status = Call(r, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  bytes[15] = 2;
+  status = Call(r, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("a bool tensor with a byte other than 0 or 1"),
+            std::string::npos)
+      << status.error_message();
+}
+
 TEST_F(CallShmTest, ErrorsNameTheProblem) {
   Start(true);
   testing::ShmObject in("v1_err", 64);
