@@ -2,12 +2,15 @@
 the services are listed by the server's own reflection, each method is read from the
 protos in proto/, and each is called without a token (UNAUTHENTICATED, before anything
 else) and with one (anything but UNAUTHENTICATED). A service added without auth, or a
-handler that loses its check, fails here."""
+handler that loses its check, fails here. The same for every route of the HTTP/REST
+front end (401 without the token; the health routes are open, as grpc.health.v1 is)."""
 
 from __future__ import annotations
 
 import pathlib
 import re
+import urllib.error
+import urllib.request
 
 import grpc
 import pytest
@@ -90,7 +93,8 @@ def call_code(channel: grpc.Channel, path: str, client_stream: bool, server_stre
 def server(tmp_path_factory):
     token_file = tmp_path_factory.mktemp("auth") / "token"
     token_file.write_text(TOKEN)
-    s = quick_server("--auth-token-file", str(token_file))
+    s = quick_server("--auth-token-file", str(token_file), "--http-address", "127.0.0.1:0",
+                     "--allow-shared-memory")
     yield s
     s.stop()
 
@@ -111,3 +115,40 @@ def test_every_rpc_needs_the_token(server, service, method, client_stream, serve
             grpc.StatusCode.UNAUTHENTICATED
         assert call_code(channel, path, client_stream, server_stream, TOKEN) != \
             grpc.StatusCode.UNAUTHENTICATED
+
+
+MODEL = "/v2/models/myops::scale_shift"
+# Every route of frontends/oip/rest/service.cc and rest/shm.h (and a path that is none).
+ROUTES = [("GET", "/v2"), ("GET", "/v2/models/stats"), ("GET", MODEL), ("GET", MODEL + "/ready"),
+          ("GET", MODEL + "/config"), ("GET", MODEL + "/stats"),
+          ("GET", MODEL + "/versions/1/ready"), ("POST", MODEL + "/infer"),
+          ("GET", "/v2/systemsharedmemory/status"),
+          ("GET", "/v2/systemsharedmemory/region/r/status"),
+          ("POST", "/v2/systemsharedmemory/region/r/register"),
+          ("POST", "/v2/systemsharedmemory/region/r/unregister"),
+          ("POST", "/v2/systemsharedmemory/unregister"), ("GET", "/v2/no/such/route")]
+OPEN_ROUTES = [("GET", "/v2/health/live"), ("GET", "/v2/health/ready")]
+
+
+def http_status(server, method: str, path: str, token: str | None) -> int:
+    request = urllib.request.Request(f"http://{server.http_address}{path}", method=method,
+                                     data=b"{}" if method == "POST" else None)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+@pytest.mark.parametrize("method,path", ROUTES)
+def test_every_rest_route_needs_the_token(server, method, path):
+    assert http_status(server, method, path, None) == 401
+    assert http_status(server, method, path, "wrong") == 401
+    assert http_status(server, method, path, TOKEN) != 401
+
+
+@pytest.mark.parametrize("method,path", OPEN_ROUTES)
+def test_rest_health_needs_no_token(server, method, path):
+    assert http_status(server, method, path, None) == 200
