@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "util/heap.h"
 
 namespace myops::server {
 namespace {
@@ -103,6 +104,14 @@ Pipeline::Pipeline(Executor* executor, const ServiceLimits& limits,
       .AddGauge("myops_open_streams", "Streaming RPCs open now (limit: --max-streams).",
                 [this] { return static_cast<double>(streams_.current()); })
       .IgnoreError();
+  if (HeapInUseBytes().has_value()) {  // Not under a sanitizer's allocator.
+    metrics_
+        .AddGauge("myops_heap_in_use_bytes",
+                  "Bytes the server's allocations hold now, the allocator's caches not counted "
+                  "(what a leak grows; RSS also holds those caches).",
+                  [] { return static_cast<double>(HeapInUseBytes().value_or(0)); })
+        .IgnoreError();
+  }
 }
 
 absl::Status Pipeline::Admit() {

@@ -19,6 +19,7 @@
 #include "http/metrics_endpoint.h"
 #include "pipeline/metrics.h"
 #include "test_server.h"
+#include "util/heap.h"
 
 namespace myops::server {
 namespace {
@@ -299,6 +300,9 @@ TEST(MetricsServerTest, ServerCountsItsRequests) {
             static_cast<double>(t.server->pipeline().budget().limit()));
   EXPECT_EQ(samples.count("myops_memory_held_bytes"), 1u) << text;
   EXPECT_EQ(samples.count("myops_open_streams"), 1u) << text;
+  if (HeapInUseBytes().has_value()) {  // Not under a sanitizer's allocator.
+    EXPECT_GT(samples["myops_heap_in_use_bytes"], 0) << text;
+  }
 }
 
 }  // namespace
