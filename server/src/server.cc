@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "frontends/grpc/replica_identity.h"
 #include "frontends/myops_v1/codec.h"
+#include "http/tls.h"
 #include "myops/version.h"
 
 namespace myops::server {
@@ -65,6 +66,12 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const TlsOp
                         "PRIVATE KEY-----");
       !s.ok()) {
     return s;
+  }
+  // The files as OpenSSL loads them (the HTTP port's loader): a key that does not match
+  // its certificate named here, rather than in gRPC's log once the port fails to open.
+  if (std::string error = CheckTlsFiles({tls.cert_file, tls.key_file, tls.client_ca_file});
+      !error.empty()) {
+    return absl::InvalidArgumentError(error);
   }
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({*key, *cert});

@@ -46,4 +46,13 @@ bool ConfigureHttpTls(void* ssl_ctx, const HttpTlsFiles& files, std::string* err
   return true;
 }
 
+std::string CheckTlsFiles(const HttpTlsFiles& files) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return OpenSslError("cannot create a TLS context");
+  std::string error;
+  ConfigureHttpTls(ctx, files, &error);
+  SSL_CTX_free(ctx);
+  return error;
+}
+
 }  // namespace myops::server

@@ -18,4 +18,10 @@ struct HttpTlsFiles {
 // Configures `ssl_ctx` (an SSL_CTX*) from `files`; false with the reason in `*error`.
 bool ConfigureHttpTls(void* ssl_ctx, const HttpTlsFiles& files, std::string* error);
 
+// Whether `files` load (ConfigureHttpTls on a scratch context): the certificate chain, a
+// private key that matches it, the client CA. The server checks them at start-up so that
+// a key that does not match its certificate is named in one line before any port opens,
+// instead of as gRPC's handshaker log. "" when they load, else the reason.
+std::string CheckTlsFiles(const HttpTlsFiles& files);
+
 }  // namespace myops::server
