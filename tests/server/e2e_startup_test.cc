@@ -191,13 +191,15 @@ TEST_F(StartupFailureTest, PortOfAnotherMyopsServer) {
   EXPECT_TRUE(first.Running());
 }
 
-TEST_F(StartupFailureTest, MetricsOrHealthAddressInUse) {
+TEST_F(StartupFailureTest, MetricsHealthOrHttpAddressInUse) {
   BusyPort busy;
   ASSERT_GT(busy.port(), 0);
   ExpectFailure({"--metrics-address", busy.address()},
                 {"cannot listen for metrics on " + busy.address(), "Address already in use"});
   ExpectFailure({"--health-address", busy.address()},
                 {"cannot listen for health checks on " + busy.address()});
+  ExpectFailure({"--http-address", busy.address()},
+                {"cannot serve HTTP on " + busy.address(), "Address already in use"});
 }
 
 TEST_F(StartupFailureTest, TlsFilesMissingIncompleteOrNotPem) {

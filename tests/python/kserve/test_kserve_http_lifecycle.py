@@ -91,6 +91,24 @@ def test_limits_methods_and_paths(server):
     assert server.process.poll() is None
 
 
+def test_a_body_shorter_than_its_content_length_is_a_precise_400(server):
+    """A client that announces 1000 bytes, sends 10 and closes its side gets 400 saying
+    so (not a hang, not a parse error of half a body), and what the body held returns."""
+    request = (f"POST /v2/models/{SCALE_SHIFT}/infer HTTP/1.1\r\nHost: x\r\n"
+               "Content-Length: 1000\r\n\r\n{\"inputs\":").encode()
+    host, port = server.http_address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := s.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert b"the client sent 10 of the body's 1000 bytes" in answer, answer
+    assert curl(f"http://{server.http_address}/v2/health/ready")[0] == 200
+    assert poll(server.gauges_idle, timeout=60)
+
+
 def test_metrics_count_http_requests(server):
     client = httpclient.InferenceServerClient(server.http_address)
     before = server.metrics().get('myops_requests_total{code="OK",rpc="HttpModelInfer"}', 0)
