@@ -9,6 +9,7 @@ feature is off (UNIMPLEMENTED, not advertised) without --allow-shared-memory."""
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 
 import numpy as np
@@ -18,7 +19,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException
 
-from myops_testing import BUILD, ServerProcess
+from myops_testing import BUILD, ServerProcess, poll
 
 TEST_OPS = BUILD / "tests" / "server" / "libmyops_test_ops.so"
 SCALE_SHIFT = "myops::scale_shift"
@@ -373,3 +374,66 @@ def test_off_without_the_flag(tmp_path):
         c.close()
     finally:
         s.close()
+
+
+def gated_call(client, region, x, gate):
+    """Starts myops_test::gated_copy of `x` in `region` on a thread; returns (thread,
+    outcome) once the server is inside the op (the gate's `started` file exists)."""
+    outcome = {}
+
+    def call():
+        try:
+            result = client.infer("myops_test::gated_copy",
+                                  [shm_input("x", x.shape, "FP32", region, x.nbytes)],
+                                  parameters={"dir": str(gate)})
+            outcome["y"] = result.as_numpy("output__0")
+        except InferenceServerException as e:
+            outcome["error"] = e
+    thread = threading.Thread(target=call)
+    thread.start()
+    assert poll(lambda: (gate / "started").exists() or outcome, timeout=60)
+    assert not outcome, outcome  # the call ended before reaching the gate
+    return thread, outcome
+
+
+def test_a_region_unregistered_while_a_call_reads_it_serves_that_call(client, regions, tmp_path):
+    # The call holds the region's mapping: unregistering removes the name at once (no
+    # new call can use it) while the call in flight still reads the bytes it was given.
+    x = np.arange(4096, dtype=np.float32)
+    region, _, handle = regions.make(x.nbytes)
+    shm.set_shared_memory_region(handle, [x])
+    thread, outcome = gated_call(client, region, x, tmp_path)
+    client.unregister_system_shared_memory(region)
+    assert region not in [r["name"] for r in client.get_system_shared_memory_status(as_json=True)
+                          .get("regions", {}).values()]
+    (tmp_path / "go").touch()
+    thread.join(timeout=60)
+    assert "error" not in outcome, outcome
+    np.testing.assert_array_equal(outcome["y"], x)
+    assert client.is_server_live()
+
+
+def test_a_region_truncated_while_a_call_reads_it_fails_that_call_only(client, regions, tmp_path):
+    # The client shrinks its object under the call: the op's read faults (SIGBUS), the
+    # bus guard maps a zero page there and the call fails with FAILED_PRECONDITION; the
+    # server lives on and serves the next call.
+    x = np.ones(1 << 16, dtype=np.float32)  # 256 KiB: 64 pages to fault on
+    region, key, handle = regions.make(x.nbytes)
+    shm.set_shared_memory_region(handle, [x])
+    thread, outcome = gated_call(client, region, x, tmp_path)
+    fd = os.open(f"/dev/shm{key}", os.O_RDWR)
+    try:
+        os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+    (tmp_path / "go").touch()
+    thread.join(timeout=60)
+    assert "error" in outcome, outcome
+    err = outcome["error"]
+    assert err.status() == "StatusCode.FAILED_PRECONDITION", err
+    assert "truncated" in err.message(), err.message()
+    assert client.is_server_live()
+    y = np.full(8, 2.0, dtype=np.float32)
+    inp = grpcclient.InferInput("x", [8], "FP32")
+    inp.set_data_from_numpy(y)
+    np.testing.assert_array_equal(scale_shift(client, inp).as_numpy("output__0"), 2 * y + 1)

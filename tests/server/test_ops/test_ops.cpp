@@ -2,11 +2,15 @@
 // --load-library, as users load theirs. Its operators (namespace myops_test) cover every
 // argument and return kind the wire carries, plus the cases the server must refuse or
 // route: a mutating op, an op with only a CUDA kernel, an op with an argument type that
-// has no wire form. Kernels are small and exact so that results can be checked.
+// has no wire form, and a gate that holds a call while a test acts. Kernels are small and
+// exact so that results can be checked.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <chrono>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -68,6 +72,15 @@ at::Tensor& bump_(at::Tensor& x) { return x.add_(1); }
 at::Tensor gpu_twice(const at::Tensor& x) { return x * 2; }
 
 at::Tensor with_device(const at::Tensor& x, at::Device) { return x; }
+// A gate, for tests of what happens while a call runs: creates `dir`/started, waits (30 s
+// at most) for `dir`/go, then returns a copy of x read only then.
+at::Tensor gated_copy(const at::Tensor& x, const std::string& dir) {
+  std::ofstream(dir + "/started").put('1');
+  for (int i = 0; i < 30000 && !std::ifstream(dir + "/go").good(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return x.clone();
+}
 
 }  // namespace
 
@@ -86,6 +99,7 @@ TORCH_LIBRARY(myops_test, m) {
   m.def("bump_(Tensor(a!) x) -> Tensor(a!)");
   m.def("gpu_twice(Tensor x) -> Tensor");
   m.def("with_device(Tensor x, Device device) -> Tensor");
+  m.def("gated_copy(Tensor x, str dir) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(myops_test, CompositeExplicitAutograd, m) {
@@ -103,7 +117,10 @@ TORCH_LIBRARY_IMPL(myops_test, CompositeExplicitAutograd, m) {
   m.impl("with_device", with_device);
 }
 
-TORCH_LIBRARY_IMPL(myops_test, CPU, m) { m.impl("bump_", bump_); }
+TORCH_LIBRARY_IMPL(myops_test, CPU, m) {
+  m.impl("bump_", bump_);
+  m.impl("gated_copy", gated_copy);
+}
 
 // Only a CUDA kernel (a plain C++ function: the key is all that matters here).
 TORCH_LIBRARY_IMPL(myops_test, CUDA, m) { m.impl("gpu_twice", gpu_twice); }
