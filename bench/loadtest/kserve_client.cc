@@ -21,6 +21,7 @@
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "myops/wire/call_wire.h"
 #include "myops/wire/slice_reader.h"
+#include "unary_call.h"
 
 namespace myops::loadtest {
 namespace {
@@ -132,28 +133,6 @@ absl::Status DecodeResponse(const grpc::ByteBuffer& bytes, size_t expected, void
   return absl::OkStatus();
 }
 
-// The blocking call of `method`, as the myops.v1 client's (client/cpp/src/unary_call.cc):
-// an asynchronous call on a queue that this thread polls.
-grpc::Status BlockingUnaryCall(grpc::GenericStub& stub, grpc::ClientContext* context,
-                               const char* method, const grpc::ByteBuffer& request,
-                               grpc::ByteBuffer* response) {
-  grpc::CompletionQueue queue;
-  grpc::Status status;
-  {
-    const std::unique_ptr<grpc::GenericClientAsyncResponseReader> call =
-        stub.PrepareUnaryCall(context, method, request, &queue);
-    call->StartCall();
-    call->Finish(response, &status, &queue);
-  }
-  void* tag;
-  bool ok;
-  queue.Next(&tag, &ok);
-  queue.Shutdown();
-  while (queue.Next(&tag, &ok)) {
-  }
-  return status;
-}
-
 absl::Status ToAbsl(const grpc::Status& s) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
@@ -203,8 +182,8 @@ absl::Status KServeClient::CheckReady(std::chrono::milliseconds deadline) {
   grpc::ByteBuffer response_buffer;
   grpc::ClientContext context;
   impl_->Prepare(&context, deadline);
-  const grpc::Status status =
-      BlockingUnaryCall(*impl_->stub, &context, kReadyMethod, request_buffer, &response_buffer);
+  const grpc::Status status = client::internal::BlockingUnaryCall(
+      *impl_->stub, &context, kReadyMethod, request_buffer, &response_buffer);
   if (!status.ok()) return ToAbsl(status);
   std::string flat;
   if (!wire::Flatten(response_buffer, &flat)) return absl::InternalError("unreadable response");
@@ -231,7 +210,7 @@ absl::Status KServeClient::Infer(const myops::client::TensorView& x, double alph
   grpc::ClientContext context;
   impl_->Prepare(&context, deadline);
   const grpc::Status status =
-      BlockingUnaryCall(*impl_->stub, &context, kInferMethod, request, &response);
+      client::internal::BlockingUnaryCall(*impl_->stub, &context, kInferMethod, request, &response);
   if (!status.ok()) return ToAbsl(status);
   return DecodeResponse(response, out.size_bytes, out.data);
 }

@@ -1,7 +1,8 @@
 // The blocking raw unary call of every blocking call of the client (ScaleShift, Call,
-// health): gRPC's generic stub, grpc::ByteBuffer in and out.
-#ifndef MYOPS_CLIENT_SRC_UNARY_CALL_H_
-#define MYOPS_CLIENT_SRC_UNARY_CALL_H_
+// health) and of the load generator's KServe client: gRPC's generic stub,
+// grpc::ByteBuffer in and out.
+#ifndef MYOPS_CLIENT_GRPC_UNARY_CALL_H_
+#define MYOPS_CLIENT_GRPC_UNARY_CALL_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -19,4 +20,4 @@ grpc::Status BlockingUnaryCall(grpc::GenericStub& stub, grpc::ClientContext* con
 
 }  // namespace myops::client::internal
 
-#endif  // MYOPS_CLIENT_SRC_UNARY_CALL_H_
+#endif  // MYOPS_CLIENT_GRPC_UNARY_CALL_H_
