@@ -127,7 +127,7 @@ BUDGET = 256 * MiB
 def test_a_hostile_mix_stays_within_the_memory_budget():
     """Never-read streams, malformed and oversized messages and many connections at once,
     while a well-behaved client keeps calling: its requests succeed or get
-    RESOURCE_EXHAUSTED, and the server's RSS stays below budget + 150 MiB."""
+    RESOURCE_EXHAUSTED, and the server's RSS stays below budget + 250 MiB."""
     server = quick_server("--max-inflight-bytes", str(BUDGET), "--max-message-bytes", str(64 * MiB),
                     "--cpu-workers", "2", "--metrics-address", "127.0.0.1:0")
     try:
@@ -196,7 +196,10 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
         growth = sampler.stop() - baseline
         assert not errors, errors[:5]
         assert outcomes["OK"] > 0, outcomes
-        assert growth < BUDGET + 150 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
+        # Clean runs grow 347-351 MiB (the heap in use peaks as high: gRPC's received
+        # messages and the allocator's slack come on top of the budget); with the budget
+        # broken RSS grew 683 MiB. The bound sits between, well clear of both.
+        assert growth < BUDGET + 250 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
         assert server.process.poll() is None
         healthy(server.address)
         # Nothing stays held once the clients are gone.
