@@ -58,15 +58,24 @@ absl::StatusOr<int> ResolveFor(const OpInfo& op, const DeviceSet& devices,
   return slot;
 }
 
-// Bytes of result tensors (what a response holds beyond its small fields).
-int64_t ResultBytes(const OpCall& call) {
+// Bytes of result tensors (what a response holds beyond its small fields), and, for
+// results sent in pieces, what each piece's message holds besides its data.
+int64_t ResultBytes(const CallState& state) {
+  const OpCall& call = state.call;
   int64_t n = 0;
+  auto add = [&state, &n](int64_t bytes) {
+    n += bytes;
+    if (state.chunked_results && state.result_piece_bytes > 0) {
+      n += (bytes + state.result_piece_bytes - 1) / state.result_piece_bytes *
+           state.result_piece_overhead_bytes;
+    }
+  };
   for (const Value& v : call.results) {
     // A result computed into the front end's buffer (OpCall::result_buffer) is the front
     // end's to count: a client's region holds no memory of the server's and travels in no
     // message; ScaleShift's response slice was reserved with its request.
-    if (v.tensor.data == nullptr || v.tensor.data != call.result_buffer.data) n += v.tensor.bytes;
-    for (const TensorView& t : v.tensor_list) n += t.bytes;
+    if (v.tensor.data == nullptr || v.tensor.data != call.result_buffer.data) add(v.tensor.bytes);
+    for (const TensorView& t : v.tensor_list) add(t.bytes);
   }
   return n;
 }
@@ -197,7 +206,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
     const auto computed = Clock::now();
     if (status.ok()) {
       // Results exist by now (the op allocated them); they are held from here until sent.
-      const int64_t result_bytes = ResultBytes(state->call);
+      const int64_t result_bytes = ResultBytes(*state);
       if (result_bytes > limits_.max_message_bytes && !state->chunked_results) {
         status = absl::ResourceExhaustedError(
             absl::StrCat("the results of ", op.QualifiedName(), " take ", result_bytes,

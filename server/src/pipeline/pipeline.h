@@ -79,6 +79,10 @@ struct CallState {
   // Whether the front end sends results in pieces (CallStream's chunked results): they
   // may then exceed max_message_bytes, the memory budget still bounding them.
   bool chunked_results = false;
+  // With chunked results: the data bytes per piece, and the memory each piece's message
+  // holds besides them, reserved with the results (all pieces are built at once).
+  int64_t result_piece_bytes = 0;
+  int64_t result_piece_overhead_bytes = 0;
 };
 
 // Thread-safe; borrows `executor` and `shared_memory`, which must outlive it and every

@@ -290,14 +290,18 @@ bool ChunkAssembly::TakeUnfinished(uint64_t* id, absl::Status* error) {
   return false;
 }
 
+int64_t ResultChunkDataBytes(uint64_t limit) {
+  return static_cast<int64_t>(
+      std::min(std::max(limit, 2 * kChunkOverheadBytes), kMaxResultChunkBytes) -
+      kChunkOverheadBytes);
+}
+
 std::vector<grpc::ByteBuffer> EncodeResultChunks(grpc::ByteBuffer response, uint64_t request_id,
                                                  const std::vector<TensorView>& chunked,
                                                  uint64_t limit) {
   std::vector<grpc::ByteBuffer> out;
   out.push_back(std::move(response));
-  const int64_t piece = static_cast<int64_t>(
-      std::min(std::max(limit, 2 * kChunkOverheadBytes), kMaxResultChunkBytes) -
-      kChunkOverheadBytes);
+  const int64_t piece = ResultChunkDataBytes(limit);
   for (size_t i = 0; i < chunked.size(); ++i) {
     const TensorView& t = chunked[i];
     for (int64_t offset = 0; offset < t.bytes; offset += piece) {

@@ -128,6 +128,15 @@ class ChunkAssembly {
   uint64_t refusals_ = 0;
 };
 
+// The data bytes of each result chunk message of a response limited to `limit` bytes.
+int64_t ResultChunkDataBytes(uint64_t limit);
+
+// What one result chunk message holds besides its data (the message's buffer, its slices
+// and the reference to the result's memory), reserved with the results
+// (CallState::result_piece_overhead_bytes). Measured by call_chunks_test, which fails
+// when a message holds more.
+inline constexpr int64_t kResultChunkMessageBytes = 1024;
+
 // A CallStream response larger than `limit` bytes, as messages: `response` (a
 // CallStreamResponse as EncodeCallStreamResponse wrote it with `chunked` result tensors),
 // then the chunks of those tensors (slices of their memory, held by their owners), each

@@ -83,6 +83,10 @@ absl::Status TakeResponseLimit(const Pipeline& pipeline, V1CallState* state) {
   state->response_limit =
       std::min(wanted, static_cast<uint64_t>(pipeline.limits().max_message_bytes));
   state->chunked_results = true;
+  // Every chunk message is built when the response is encoded: its memory besides the
+  // data is reserved with the results (Pipeline::ProcessCall).
+  state->result_piece_bytes = ResultChunkDataBytes(state->response_limit);
+  state->result_piece_overhead_bytes = kResultChunkMessageBytes;
   return absl::OkStatus();
 }
 

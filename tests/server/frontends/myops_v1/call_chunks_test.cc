@@ -7,11 +7,15 @@
 
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "chunk_messages.h"
 #include "frontends/myops_v1/call_chunks.h"
 #include "frontends/myops_v1/call_codec.h"
+#include "util/heap.h"
 
 namespace myops::server {
 namespace {
@@ -221,6 +225,29 @@ TEST(ChunkedSizesTest, ChunkedTensorOutsideAStreamIsRefused) {
   ASSERT_FALSE(args.ok());
   EXPECT_EQ(args.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(args.status().message().find("CallStream only"), std::string::npos) << args.status();
+}
+
+// The memory a result chunk message holds besides its data is what the pipeline reserves
+// for it (kResultChunkMessageBytes): measured on the heap for the smallest pieces a client
+// may ask for (the most messages per byte).
+TEST(ResultChunksTest, EachMessageHoldsAtMostWhatIsReservedForIt) {
+  const std::optional<int64_t> before = HeapInUseBytes();
+  if (!before.has_value()) GTEST_SKIP() << "this allocator does not count (a sanitizer's)";
+  constexpr int64_t kBytes = int64_t{16} << 20;
+  auto memory = std::make_shared<std::vector<uint8_t>>(kBytes, 1);
+  TensorView result{DType::kUInt8, {kBytes}, memory->data(), kBytes, memory};
+  const std::optional<int64_t> held = HeapInUseBytes();
+  std::vector<grpc::ByteBuffer> messages =
+      EncodeResultChunks(grpc::ByteBuffer(), 7, {result}, kMinResponseMessageBytes);
+  const std::optional<int64_t> built = HeapInUseBytes();
+  ASSERT_TRUE(held.has_value() && built.has_value());
+  const int64_t pieces = static_cast<int64_t>(messages.size()) - 1;
+  ASSERT_EQ(pieces, (kBytes + ResultChunkDataBytes(kMinResponseMessageBytes) - 1) /
+                        ResultChunkDataBytes(kMinResponseMessageBytes));
+  const int64_t per_message = (*built - *held) / pieces;
+  EXPECT_LE(per_message, kResultChunkMessageBytes);
+  EXPECT_GT(per_message, 0);  // the measurement sees them
+  RecordProperty("bytes_per_result_chunk_message", std::to_string(per_message));
 }
 
 TEST(ChunkMessageTest, RecognizedByItsFirstField) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chunk_messages.h"
+#include "frontends/myops_v1/call_chunks.h"
 #include "myops/client/client.h"
 #include "test_server.h"
 
@@ -205,6 +206,33 @@ TEST_F(CallStreamChunksTest, ResultsComeChunkedWhenTheClientTakesThem) {
   EXPECT_EQ(response.response().outputs(0).tensor().data(), data);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
+  ExpectIdle();
+}
+
+// Chunked results are built as messages all at once: what each message holds besides its
+// data is reserved with the results, not left outside the budget. Held while the client
+// has read only the head (flow control holds the rest of the 4 MiB on the server).
+TEST_F(CallStreamChunksTest, ResultChunkMessagesAreReservedWithTheResults) {
+  Start(int64_t{64} << 20);
+  grpc::ClientContext ctx;
+  auto stream = t_.stub->CallStream(&ctx);
+  constexpr int64_t kFloats = int64_t{1} << 20;  // 4 MiB in and out
+  CallRequest request = ChunkedHeader(9, kFloats);
+  auto* t = request.mutable_arguments(0)->mutable_value()->mutable_tensor();
+  t->set_chunked_byte_size(0);
+  t->set_data(Floats(kFloats, 0.0f));
+  request.set_max_response_message_bytes(kMinResponseMessageBytes);
+  ASSERT_TRUE(stream->Write(request));
+  CallStreamResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  ASSERT_TRUE(response.has_response()) << response.error().message();
+  const int64_t bytes = 4 * kFloats;
+  const int64_t piece = ResultChunkDataBytes(kMinResponseMessageBytes);
+  const int64_t messages = (bytes + piece - 1) / piece;
+  // The request as received and parsed, the result, and its messages' own memory.
+  EXPECT_GE(Held(), 2 * bytes + bytes + messages * kResultChunkMessageBytes);
+  ctx.TryCancel();
+  (void)stream->Finish();
   ExpectIdle();
 }
 
