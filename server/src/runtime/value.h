@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/tensor_view.h"
@@ -38,6 +39,20 @@ struct Value {
   std::vector<double> float_list;
   std::vector<TensorView> tensor_list;
   DType scalar_type = DType::kFloat32;
+
+  // The values front ends and tests make most: a tensor (a view) and a float.
+  static Value Tensor(TensorView t) {
+    Value v;
+    v.kind = Kind::kTensor;
+    v.tensor = std::move(t);
+    return v;
+  }
+  static Value Float(double f) {
+    Value v;
+    v.kind = Kind::kFloat;
+    v.float_value = f;
+    return v;
+  }
 };
 
 // A call's argument as a front end received it: positional when `name` is empty.

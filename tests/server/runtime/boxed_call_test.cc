@@ -33,17 +33,7 @@ const OpHandle& Handle(const OpRegistry& registry, const std::string& name) {
 }
 
 Value Tensor(const void* data, std::vector<int64_t> shape, DType dtype, int64_t bytes) {
-  Value v;
-  v.kind = Value::Kind::kTensor;
-  v.tensor = {dtype, std::move(shape), data, bytes};
-  return v;
-}
-
-Value Float(double f) {
-  Value v;
-  v.kind = Value::Kind::kFloat;
-  v.float_value = f;
-  return v;
+  return Value::Tensor({dtype, std::move(shape), data, bytes});
 }
 
 OpCall ScaleShiftCall(const OpRegistry& registry, const std::vector<float>& x, void* out,
@@ -54,8 +44,8 @@ OpCall ScaleShiftCall(const OpRegistry& registry, const std::vector<float>& x, v
   EXPECT_TRUE(BindArguments(
                   registry.ops()[static_cast<size_t>(call.op)],
                   {{"", Tensor(x.data(), {static_cast<int64_t>(x.size())}, DType::kFloat32, bytes)},
-                   {"alpha", Float(2)},
-                   {"beta", Float(1)}},
+                   {"alpha", Value::Float(2)},
+                   {"beta", Value::Float(1)}},
                   &call)
                   .ok());
   call.result_buffer = {out, out_bytes};

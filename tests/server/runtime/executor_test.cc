@@ -34,11 +34,9 @@ std::unique_ptr<Buffers> MakeJob(const OpRegistry& registry, DType dtype,
   b->in = testing::RandomTensorBytes(dtype, numel, 7);
   b->out.assign(b->in.size(), '\xff');
   std::vector<NamedValue> args(3);
-  args[0].value.kind = Value::Kind::kTensor;
-  args[0].value.tensor = {dtype, shape, b->in.data(), static_cast<int64_t>(b->in.size())};
-  args[1].value.kind = args[2].value.kind = Value::Kind::kFloat;
-  args[1].value.float_value = alpha;
-  args[2].value.float_value = beta;
+  args[0].value = Value::Tensor({dtype, shape, b->in.data(), static_cast<int64_t>(b->in.size())});
+  args[1].value = Value::Float(alpha);
+  args[2].value = Value::Float(beta);
   auto op = registry.Find("myops::scale_shift");
   EXPECT_TRUE(op.ok()) << op.status();
   b->call.op = *op;

@@ -36,24 +36,17 @@ OpInfo Add3() {
 }
 
 Value TensorValue(int64_t bytes) {
-  Value v;
-  v.kind = Value::Kind::kTensor;
-  v.tensor.bytes = bytes;
-  return v;
-}
-
-Value Float(double f) {
-  Value v;
-  v.kind = Value::Kind::kFloat;
-  v.float_value = f;
-  return v;
+  TensorView t;
+  t.bytes = bytes;
+  return Value::Tensor(std::move(t));
 }
 
 TEST(BindArgumentsTest, PositionalThenNamedWithDefaultsLeftOut) {
   OpCall call;
-  ASSERT_TRUE(BindArguments(
-                  Add3(), {{"", TensorValue(8)}, {"b", TensorValue(4)}, {"alpha", Float(2)}}, &call)
-                  .ok());
+  ASSERT_TRUE(
+      BindArguments(
+          Add3(), {{"", TensorValue(8)}, {"b", TensorValue(4)}, {"alpha", Value::Float(2)}}, &call)
+          .ok());
   ASSERT_EQ(call.args.size(), 4u);
   EXPECT_TRUE(call.args[0].has_value() && call.args[1].has_value());
   EXPECT_FALSE(call.args[2].has_value());  // the schema's default
@@ -69,11 +62,11 @@ TEST(BindArgumentsTest, EveryMistakeNamesTheArgument) {
   Value none;
   const std::vector<Case> cases = {
       {{}, "t::add3() is missing required argument 'a'"},
-      {{{"", TensorValue(1)}, {"", TensorValue(1)}, {"", none}, {"", Float(1)}},
+      {{{"", TensorValue(1)}, {"", TensorValue(1)}, {"", none}, {"", Value::Float(1)}},
        "takes 3 positional arguments but 4 were given"},
-      {{{"", TensorValue(1)}, {"", Float(1)}},
+      {{{"", TensorValue(1)}, {"", Value::Float(1)}},
        "argument 'b' (position 2) must be Tensor, not float"},
-      {{{"", TensorValue(1)}, {"", TensorValue(1)}, {"beta", Float(1)}},
+      {{{"", TensorValue(1)}, {"", TensorValue(1)}, {"beta", Value::Float(1)}},
        "unexpected keyword argument 'beta'"},
       {{{"", TensorValue(1)}, {"a", TensorValue(1)}}, "got multiple values for argument 'a'"},
       {{{"b", TensorValue(1)}, {"", TensorValue(1)}}, "a positional argument follows a named one"},

@@ -31,13 +31,6 @@ const void* ContiguousInput(ScaleShiftState* state) {
   return out;
 }
 
-Value FloatValue(double v) {
-  Value value;
-  value.kind = Value::Kind::kFloat;
-  value.float_value = v;
-  return value;
-}
-
 }  // namespace
 
 absl::StatusOr<int64_t> CheckScaleShift(const TensorLimits& limits, ScaleShiftState* state) {
@@ -62,10 +55,9 @@ void BindScaleShift(int model, ScaleShiftState* state) {
   }
   state->device = request.device();
   state->args.resize(3);
-  state->args[0].value.kind = Value::Kind::kTensor;
-  state->args[0].value.tensor = state->x;
-  state->args[1].value = FloatValue(request.alpha());
-  state->args[2].value = FloatValue(request.beta());
+  state->args[0].value = Value::Tensor(state->x);
+  state->args[1].value = Value::Float(request.alpha());
+  state->args[2].value = Value::Float(request.beta());
   state->call.result_buffer.data = output.data;
   state->call.result_buffer.bytes = output.bytes;
   state->call.result_buffer.layout =

@@ -10,6 +10,8 @@
 #include <limits>
 #include <memory>
 #include <optional>
+
+#include "arg_info.h"
 #include "owned_result.h"
 
 namespace myops::server::kserve {
@@ -17,13 +19,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ArgInfo Arg(std::string name, std::string type, ArgKind kind) {
-  ArgInfo a;
-  a.name = std::move(name);
-  a.type = std::move(type);
-  a.kind = kind;
-  return a;
-}
+using testing::Arg;
 
 // scale_shift(Tensor x, float alpha, float beta) -> Tensor, and an overload with named
 // returns, as the registry describes them.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 
+#include "arg_info.h"
 #include "frontends/oip/rest/respond.h"
 
 namespace myops::server::kserve {
@@ -19,13 +20,7 @@ using ::testing::HasSubstr;
 
 constexpr char kModel[] = "myops::scale_shift";
 
-ArgInfo Arg(std::string name, std::string type, ArgKind kind) {
-  ArgInfo a;
-  a.name = std::move(name);
-  a.type = std::move(type);
-  a.kind = kind;
-  return a;
-}
+using testing::Arg;
 
 OpInfo ScaleShift() {
   OpInfo op;
