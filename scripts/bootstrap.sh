@@ -73,6 +73,22 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 else
   log "Python packages: all present in $VENV"
 fi
+# nvidia-pytriton: the real NVIDIA Triton server (pytriton/tritonserver/bin/tritonserver,
+# Triton 2.51, runs on CPU) that the differential tests and bench/vs_triton.sh start
+# (tests/python/myops_testing/triton.py). Installed without its declared dependencies:
+# they would pin numpy below 2, and only the binary and its bundled libraries
+# (nvidia_pytriton.libs) are used; its client, tritonclient, is in PY_REQS. Stamped apart
+# from PY_REQS, so that changing one list reinstalls only that list.
+NO_DEPS_REQS=("nvidia-pytriton==0.7.0")
+stamp_no_deps="$VENV/.myops-reqs-no-deps"
+want_no_deps="${NO_DEPS_REQS[*]}"
+if [ ! -f "$stamp_no_deps" ] || [ "$(cat "$stamp_no_deps")" != "$want_no_deps" ]; then
+  log "installing Python packages without dependencies: $want_no_deps"
+  "$VENV/bin/pip" install -q --no-deps "${NO_DEPS_REQS[@]}" >&2
+  echo "$want_no_deps" >"$stamp_no_deps"
+else
+  log "Python packages without dependencies: all present in $VENV"
+fi
 
 # --- Verify and report ------------------------------------------------------------
 "$VENV/bin/python" - >&2 <<'PY'
