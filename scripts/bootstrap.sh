@@ -77,17 +77,28 @@ fi
 # Triton 2.51, runs on CPU) that the differential tests and bench/vs_triton.sh start
 # (tests/python/myops_testing/triton.py). Installed without its declared dependencies:
 # they would pin numpy below 2, and only the binary and its bundled libraries
-# (nvidia_pytriton.libs) are used; its client, tritonclient, is in PY_REQS. Stamped apart
-# from PY_REQS, so that changing one list reinstalls only that list.
+# (nvidia_pytriton.libs) are used; its client, tritonclient, is in PY_REQS.
+# Triton's python backend, though, does need numpy below 2: its stub (which embeds the
+# interpreter found as `python3` on PATH) hands a model zeros for its inputs and sends
+# empty outputs under numpy 2. Its models therefore run in $VENV/triton-python, a small
+# environment holding numpy<2 that sees the rest of $VENV's packages after its own (a .pth
+# file); TritonProcess puts its bin/ first on tritonserver's PATH.
+# Stamped apart from PY_REQS, so that changing one list reinstalls only that list.
 NO_DEPS_REQS=("nvidia-pytriton==0.7.0")
+TRITON_PYTHON_REQS=("numpy<2")
 stamp_no_deps="$VENV/.myops-reqs-no-deps"
-want_no_deps="${NO_DEPS_REQS[*]}"
+want_no_deps="${NO_DEPS_REQS[*]}; triton-python: ${TRITON_PYTHON_REQS[*]}"
 if [ ! -f "$stamp_no_deps" ] || [ "$(cat "$stamp_no_deps")" != "$want_no_deps" ]; then
-  log "installing Python packages without dependencies: $want_no_deps"
+  log "installing Python packages without dependencies: ${NO_DEPS_REQS[*]}"
   "$VENV/bin/pip" install -q --no-deps "${NO_DEPS_REQS[@]}" >&2
+  log "creating $VENV/triton-python (Triton's python backend): ${TRITON_PYTHON_REQS[*]}"
+  "$VENV/bin/python" -m venv --clear "$VENV/triton-python"
+  "$VENV/triton-python/bin/pip" install -q "${TRITON_PYTHON_REQS[@]}" >&2
+  purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
+  "$VENV/bin/python" -c "$purelib" >"$("$VENV/triton-python/bin/python" -c "$purelib")/myops-venv.pth"
   echo "$want_no_deps" >"$stamp_no_deps"
 else
-  log "Python packages without dependencies: all present in $VENV"
+  log "Python packages without dependencies and $VENV/triton-python: all present"
 fi
 
 # --- Verify and report ------------------------------------------------------------
