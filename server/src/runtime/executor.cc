@@ -4,7 +4,6 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
-#include <c10/core/InferenceMode.h>
 #include <torch/version.h>
 
 #include <atomic>
@@ -16,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "myops/ops.h"
+#include "runtime/call_runner.h"
 #include "runtime/exception_status.h"
 #include "runtime/library_loader.h"
 #include "runtime/torch/op_handles.h"
@@ -154,7 +154,7 @@ class ExecutorImpl final : public Executor {
     }
   }
 
-  // The one place where exceptions from operator code are caught.
+  // Operator exceptions are caught in RunOnRunner (runtime/call_runner.h).
   static void RunTask(Task& task, DeviceRunner& runner, const std::string& device,
                       const OpRegistry& registry) {
     JobTiming timing{Nanos(Clock::now() - task.enqueued), 0, device};
@@ -167,13 +167,7 @@ class ExecutorImpl final : public Executor {
     } else if (task.job.is_cancelled && task.job.is_cancelled()) {
       status = absl::CancelledError("the request was cancelled before it ran");
     } else {
-      try {
-        c10::InferenceMode inference_mode;
-        runner.RunCall(registry.handles()->ops.at(static_cast<size_t>(task.job.call->op)),
-                       *task.job.call, &timing.compute_ns);
-      } catch (...) {
-        status = StatusFromException(std::current_exception(), /*operator_call=*/true);
-      }
+      status = RunOnRunner(runner, registry, *task.job.call, &timing.compute_ns);
     }
     task.done(std::move(status), timing);
   }

@@ -4,7 +4,8 @@
 // Per device it keeps a queue and a set of workers; each CUDA worker owns one stream
 // from the device's stream pool and runs under CUDAGuard + CUDAStreamGuard with pinned
 // staging for host<->device copies. All operator work runs under c10::InferenceMode.
-// Exceptions from PyTorch are caught here, and only here, and mapped to absl::Status.
+// Exceptions from operator code are caught in one place (RunOnRunner, runtime/call_runner.h)
+// and mapped to absl::Status.
 #pragma once
 
 #include <chrono>

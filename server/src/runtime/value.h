@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,14 @@ struct OpCall {
       std::vector<int64_t> shape;
     };
     std::optional<Layout> layout;
+    // With data == nullptr: a host that makes the buffer once it knows result 0's layout
+    // (given in `layout`, else the Meta kernel's) and byte size, on the CPU, for an op with
+    // an out= overload; asked at most once per run, on the running thread. It returns the
+    // buffer (at least `bytes`, owned by the host until the call is done) or null to
+    // decline: the result then comes in memory of its own. Asked only when `layout` is
+    // given or the call's input is 64 KiB or more (else a copy costs less than the Meta
+    // dispatch).
+    std::function<void*(const Layout& layout, int64_t bytes)> allocate;
   };
   OutputBuffer result_buffer;
 };

@@ -269,6 +269,75 @@ absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& nam
   return index;
 }
 
+absl::StatusOr<std::vector<NamedValue>> RequestArguments(const OpInfo& op,
+                                                         const std::vector<InputTensor>& inputs,
+                                                         const std::vector<Parameter>& parameters,
+                                                         Scratch* scratch) {
+  std::vector<NamedValue> out;
+  out.reserve(inputs.size() + parameters.size());
+  for (const InputTensor& in : inputs) {
+    auto value = InputArgument(op, in, scratch);
+    if (!value.ok()) return value.status();
+    out.push_back(std::move(*value));
+  }
+  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
+  for (const Parameter& p : parameters) {
+    auto value = ParameterArgument(op, p);
+    if (!value.ok()) return value.status();
+    if (*value) out.push_back(std::move(**value));
+  }
+  return out;
+}
+
+ModelSpec DescribeOp(const OpInfo& op) {
+  // The datatype and shape an input or output of this kind is described with; false: none.
+  auto describe = [](const ArgInfo& a, TensorSpec* t) {
+    switch (a.kind) {
+      case ArgKind::kTensor:
+      case ArgKind::kTensorList:  // each element (arguments) or the list (returns)
+        t->datatype = "FP32", t->shape = {-1}, t->tensor = true;
+        return true;
+      case ArgKind::kInt:
+        t->datatype = "INT64", t->shape = {1};
+        return true;
+      case ArgKind::kFloat:
+      case ArgKind::kScalar:
+        t->datatype = "FP64", t->shape = {1};
+        return true;
+      case ArgKind::kBool:
+        t->datatype = "BOOL", t->shape = {1};
+        return true;
+      case ArgKind::kIntList:
+        t->datatype = "INT64", t->shape = {-1};
+        return true;
+      case ArgKind::kFloatList:
+        t->datatype = "FP64", t->shape = {-1};
+        return true;
+      case ArgKind::kString:
+        t->datatype = "BYTES", t->shape = {1};
+        return true;
+      default:
+        return false;
+    }
+  };
+  ModelSpec spec;
+  for (const ArgInfo& a : op.args) {
+    TensorSpec t;
+    t.name = a.kind == ArgKind::kTensorList ? ElementName(a.name, 0) : a.name;
+    t.optional = a.has_default || a.optional;
+    if (a.kind == ArgKind::kString || !describe(a, &t)) continue;  // parameters only
+    spec.inputs.push_back(std::move(t));
+  }
+  const std::vector<std::string> names = OutputNames(op);
+  for (size_t i = 0; i < op.returns.size(); ++i) {
+    TensorSpec t;
+    t.name = names[i];
+    describe(op.returns[i], &t);
+    spec.outputs.push_back(std::move(t));
+  }
+  return spec;
+}
+
 std::vector<std::string> OutputNames(const OpInfo& op) {
   std::vector<std::string> names;
   for (size_t i = 0; i < op.returns.size(); ++i) {

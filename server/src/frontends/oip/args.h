@@ -32,6 +32,24 @@ absl::StatusOr<int> FindModel(const OpRegistry& registry, const std::string& nam
 // The model's output names, in schema order.
 std::vector<std::string> OutputNames(const OpInfo& op);
 
+// One input or output of a model as the protocol's metadata lists it (codec.h has the
+// mapping): a Tensor (each element of a Tensor[]) FP32 of shape [-1] (any datatype and
+// shape accepted); int INT64, float and Scalar FP64, bool BOOL, shape [1]; int[] INT64,
+// float[] FP64, shape [-1]; a str return BYTES [1]. `optional`: an input the schema need
+// not be given (a default, or None accepted).
+struct TensorSpec {
+  std::string name;
+  const char* datatype = "FP32";
+  std::vector<int64_t> shape;
+  bool optional = false;
+  bool tensor = false;  // a Tensor (or an element of a Tensor[]), not a scalar or list
+};
+struct ModelSpec {
+  std::vector<TensorSpec> inputs;  // the arguments an input tensor can carry (not str ones)
+  std::vector<TensorSpec> outputs;
+};
+ModelSpec DescribeOp(const OpInfo& op);
+
 // "<name>__<index>": the input or output of element `index` of a Tensor[] argument or
 // return named `name`.
 std::string ElementName(const std::string& name, size_t index);
@@ -106,6 +124,14 @@ absl::Status GroupTensorLists(const OpInfo& op, std::vector<NamedValue>* args);
 // send their own parameters). INVALID_ARGUMENT for a tensor argument or a value that
 // cannot be one.
 absl::StatusOr<std::optional<NamedValue>> ParameterArgument(const OpInfo& op, const Parameter& p);
+
+// The arguments of a request of `op` with `inputs` and `parameters`: its inputs
+// (InputArgument; narrowed copies kept in `scratch`), grouped into Tensor[] arguments
+// (GroupTensorLists), then its parameters (ParameterArgument), with their errors.
+absl::StatusOr<std::vector<NamedValue>> RequestArguments(const OpInfo& op,
+                                                         const std::vector<InputTensor>& inputs,
+                                                         const std::vector<Parameter>& parameters,
+                                                         Scratch* scratch);
 
 // Request parameter `p` as the request's timeout when it is "timeout" (Triton's, which
 // tritonclient's `timeout=` sends: the microseconds the server may take, from receipt)

@@ -54,20 +54,7 @@ absl::StatusOr<ShmOutputs> OutputRegions(const OpInfo& op, const SharedMemoryReg
 }  // namespace
 
 absl::StatusOr<std::vector<NamedValue>> InferArguments(const OpInfo& op, InferRequest* request) {
-  std::vector<NamedValue> out;
-  out.reserve(request->inputs.size() + request->parameters.size());
-  for (const InputTensor& in : request->inputs) {
-    auto value = InputArgument(op, in, &request->scratch);
-    if (!value.ok()) return value.status();
-    out.push_back(std::move(*value));
-  }
-  if (absl::Status grouped = GroupTensorLists(op, &out); !grouped.ok()) return grouped;
-  for (const Parameter& p : request->parameters) {
-    auto value = ParameterArgument(op, p);
-    if (!value.ok()) return value.status();
-    if (*value) out.push_back(std::move(**value));
-  }
-  return out;
+  return RequestArguments(op, request->inputs, request->parameters, &request->scratch);
 }
 
 absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const ReserveFn& reserve,

@@ -23,55 +23,19 @@ void DescribeModel(const OpInfo& op, inference::ModelMetadataResponse* out) {
   out->set_name(op.QualifiedName());
   out->add_versions(kModelVersion);
   out->set_platform("pytorch_libtorch");
-  // The datatype an input or output of this kind is described with; empty: none.
-  auto describe = [](const ArgInfo& a, inference::ModelMetadataResponse::TensorMetadata* t) {
-    switch (a.kind) {
-      case ArgKind::kTensor:
-      case ArgKind::kTensorList:  // each element (arguments) or the list (returns)
-        t->set_datatype("FP32"), t->add_shape(-1);
-        return true;
-      case ArgKind::kInt:
-        t->set_datatype("INT64"), t->add_shape(1);
-        return true;
-      case ArgKind::kFloat:
-      case ArgKind::kScalar:
-        t->set_datatype("FP64"), t->add_shape(1);
-        return true;
-      case ArgKind::kBool:
-        t->set_datatype("BOOL"), t->add_shape(1);
-        return true;
-      case ArgKind::kIntList:
-        t->set_datatype("INT64"), t->add_shape(-1);
-        return true;
-      case ArgKind::kFloatList:
-        t->set_datatype("FP64"), t->add_shape(-1);
-        return true;
-      case ArgKind::kString:
-        t->set_datatype("BYTES"), t->add_shape(1);
-        return true;
-      default:
-        return false;
-    }
+  const ModelSpec spec = DescribeOp(op);
+  auto add = [](const TensorSpec& from, inference::ModelMetadataResponse::TensorMetadata* t) {
+    t->set_name(from.name);
+    t->set_datatype(from.datatype);
+    for (int64_t d : from.shape) t->add_shape(d);
   };
-  for (const ArgInfo& a : op.args) {
-    inference::ModelMetadataResponse::TensorMetadata t;
-    t.set_name(a.kind == ArgKind::kTensorList ? ElementName(a.name, 0) : a.name);
-    if (a.kind == ArgKind::kString || !describe(a, &t)) continue;  // parameters only
-    *out->add_inputs() = std::move(t);
-  }
-  const std::vector<std::string> names = OutputNames(op);
-  for (size_t i = 0; i < op.returns.size(); ++i) {
-    auto* t = out->add_outputs();
-    t->set_name(names[i]);
-    describe(op.returns[i], t);
-  }
+  for (const TensorSpec& in : spec.inputs) add(in, out->add_inputs());
+  for (const TensorSpec& o : spec.outputs) add(o, out->add_outputs());
 }
 
 void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
-  inference::ModelMetadataResponse meta;
-  DescribeModel(op, &meta);
-  out->set_name(meta.name());
-  out->set_platform(meta.platform());
+  out->set_name(op.QualifiedName());
+  out->set_platform("pytorch_libtorch");
   out->set_backend("pytorch");
   out->set_max_batch_size(0);
   auto data_type = [](const std::string& datatype) {
@@ -79,23 +43,19 @@ void DescribeModelConfig(const OpInfo& op, inference::ModelConfig* out) {
     inference::DataType_Parse(datatype == "BYTES" ? "TYPE_STRING" : "TYPE_" + datatype, &type);
     return type;
   };
-  for (const auto& in : meta.inputs()) {
+  const ModelSpec spec = DescribeOp(op);
+  for (const TensorSpec& in : spec.inputs) {
     auto* t = out->add_input();
-    t->set_name(in.name());
-    t->set_data_type(data_type(in.datatype()));
-    t->mutable_dims()->CopyFrom(in.shape());
-    for (const ArgInfo& a : op.args) {
-      const bool list = a.kind == ArgKind::kTensorList;
-      if ((list ? ElementName(a.name, 0) : a.name) == in.name()) {
-        t->set_optional(a.has_default || a.optional);
-      }
-    }
+    t->set_name(in.name);
+    t->set_data_type(data_type(in.datatype));
+    for (int64_t d : in.shape) t->add_dims(d);
+    t->set_optional(in.optional);
   }
-  for (const auto& o : meta.outputs()) {
+  for (const TensorSpec& o : spec.outputs) {
     auto* t = out->add_output();
-    t->set_name(o.name());
-    t->set_data_type(data_type(o.datatype()));
-    t->mutable_dims()->CopyFrom(o.shape());
+    t->set_name(o.name);
+    t->set_data_type(data_type(o.datatype));
+    for (int64_t d : o.shape) t->add_dims(d);
   }
 }
 

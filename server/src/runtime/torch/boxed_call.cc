@@ -5,6 +5,7 @@
 #include <ATen/core/stack.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>
+#include <c10/util/accumulate.h>
 
 #include "runtime/torch/runner.h"
 
@@ -194,21 +195,26 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
   std::optional<OpCall::OutputBuffer::Layout> meta;
   if (!buffer.layout.has_value() && !(meta = MetaLayout(op, call)).has_value()) return false;
   const OpCall::OutputBuffer::Layout& layout = buffer.layout.has_value() ? *buffer.layout : *meta;
+  void* data = buffer.data;
+  int64_t capacity = buffer.bytes;
+  if (data == nullptr) {
+    capacity = static_cast<int64_t>(c10::multiply_integers(layout.shape)) * ItemSize(layout.dtype);
+    data = buffer.allocate(layout, capacity);
+    if (data == nullptr) return false;
+  }
   // Kernels store whole elements: a buffer misaligned for the result's dtype (a region at
   // an odd offset) gets the result copied into it instead.
-  if (reinterpret_cast<uintptr_t>(buffer.data) % static_cast<uintptr_t>(ItemSize(layout.dtype)) !=
-      0) {
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(ItemSize(layout.dtype)) != 0) {
     return false;
   }
-  at::Tensor out = WrapCpu(buffer.data, layout.shape, layout.dtype);
-  if (static_cast<int64_t>(out.nbytes()) > buffer.bytes) return false;
+  at::Tensor out = WrapCpu(data, layout.shape, layout.dtype);
+  if (static_cast<int64_t>(out.nbytes()) > capacity) return false;
   torch::jit::Stack stack = Arguments(op.op.schema(), call, c10::Device(c10::kCPU));
   stack.push_back(out);
   op.out->callBoxed(stack);
   call.results.clear();
   const at::Tensor& result = stack.at(0).toTensor();
-  if (result.data_ptr() != buffer.data || !result.is_contiguous() ||
-      result.sizes() != out.sizes()) {
+  if (result.data_ptr() != data || !result.is_contiguous() || result.sizes() != out.sizes()) {
     // The kernel resized or replaced `out`: an ordinary result, copied by the front end.
     call.results.push_back(ToResult(stack[0], call));
     return true;
@@ -217,7 +223,7 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
   value.kind = Value::Kind::kTensor;
   value.tensor.dtype = layout.dtype;
   value.tensor.shape = layout.shape;
-  value.tensor.data = buffer.data;
+  value.tensor.data = data;
   value.tensor.bytes = static_cast<int64_t>(result.nbytes());
   // No owner: the front end owns the buffer.
   call.results.push_back(std::move(value));
@@ -232,10 +238,11 @@ constexpr int64_t kMinInPlaceBytes = 64 << 10;
 
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
   const OpCall::OutputBuffer& buffer = call.result_buffer;
-  if (device.is_cpu() && op.out.has_value() && buffer.data != nullptr &&
-      (buffer.layout.has_value() || buffer.bytes >= kMinInPlaceBytes) && RunIntoBuffer(op, call)) {
-    return;
-  }
+  const bool worth_it = buffer.data != nullptr
+                            ? buffer.layout.has_value() || buffer.bytes >= kMinInPlaceBytes
+                            : buffer.allocate != nullptr && (buffer.layout.has_value() ||
+                                                             call.input_bytes >= kMinInPlaceBytes);
+  if (device.is_cpu() && op.out.has_value() && worth_it && RunIntoBuffer(op, call)) return;
   torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
   op.op.callBoxed(stack);
   call.results.clear();
