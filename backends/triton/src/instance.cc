@@ -4,8 +4,10 @@
 // Triton's buffers.
 #include "instance.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -174,11 +176,97 @@ absl::StatusOr<void*> NewOutput(TRITONBACKEND_Response* response, const std::str
   return buffer;
 }
 
+// What a request asks, read from Triton: input tensors (views of Triton's buffers, or
+// of `scratch`), parameters, the outputs asked for.
+struct RequestData {
+  std::vector<k::InputTensor> inputs;
+  std::vector<k::Parameter> parameters;
+  std::vector<std::string> requested;
+  k::Scratch scratch;
+  int64_t input_bytes = 0;
+};
+
+absl::Status ReadRequest(TRITONBACKEND_Request* request, const std::string& model,
+                         RequestData* out) {
+  bool cancelled = false;
+  if (auto s = TakeTritonError(TRITONBACKEND_RequestIsCancelled(request, &cancelled)); !s.ok()) {
+    return s;
+  }
+  if (cancelled) return absl::CancelledError("the request was cancelled before it ran");
+  uint32_t count = 0;
+  if (auto s = TakeTritonError(TRITONBACKEND_RequestInputCount(request, &count)); !s.ok()) return s;
+  for (uint32_t i = 0; i < count; ++i) {
+    auto in = ReadInput(request, i, model, &out->scratch);
+    if (!in.ok()) return in.status();
+    out->input_bytes += in->count * in->type->size;
+    out->inputs.push_back(*std::move(in));
+  }
+  if (auto s = TakeTritonError(TRITONBACKEND_RequestParameterCount(request, &count)); !s.ok()) {
+    return s;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    auto p = ReadParameter(request, i);
+    if (!p.ok()) return p.status();
+    out->parameters.push_back(*std::move(p));
+  }
+  if (auto s = TakeTritonError(TRITONBACKEND_RequestOutputCount(request, &count)); !s.ok()) {
+    return s;
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    if (auto s = TakeTritonError(TRITONBACKEND_RequestOutputName(request, i, &name)); !s.ok()) {
+      return s;
+    }
+    out->requested.emplace_back(name);
+  }
+  return absl::OkStatus();
+}
+
+bool SameParameter(const k::Parameter& a, const k::Parameter& b) {
+  return a.name == b.name && a.kind == b.kind && a.bool_value == b.bool_value &&
+         a.int64_value == b.int64_value && a.uint64_value == b.uint64_value &&
+         (a.double_value == b.double_value ||
+          (a.double_value != a.double_value && b.double_value != b.double_value)) &&
+         a.string_value == b.string_value;
+}
+
+// Whether requests `a` and `b` differ only in their tensors' first dimension and data:
+// the same inputs (names, datatypes, the other dimensions) in the same order, the same
+// parameters and the same outputs asked for. Each input has a first dimension, the same
+// in all of a request's inputs.
+bool Batchable(const RequestData& a, const RequestData& b) {
+  if (a.inputs.size() != b.inputs.size() || a.requested != b.requested ||
+      a.parameters.size() != b.parameters.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    const k::InputTensor& x = a.inputs[i];
+    const k::InputTensor& y = b.inputs[i];
+    if (x.name != y.name || x.type != y.type || x.shape.empty() ||
+        x.shape.size() != y.shape.size() || x.shape[0] != a.inputs[0].shape[0] ||
+        y.shape[0] != b.inputs[0].shape[0] ||
+        !std::equal(x.shape.begin() + 1, x.shape.end(), y.shape.begin() + 1)) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < a.parameters.size(); ++i) {
+    if (!SameParameter(a.parameters[i], b.parameters[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-struct Instance::Times {
-  uint64_t compute_start = 0;
-  uint64_t compute_end = 0;
+// One request of a batch Triton handed over, on its way to its response.
+struct Instance::Pending {
+  TRITONBACKEND_Request* request = nullptr;
+  TRITONBACKEND_Response* response = nullptr;
+  uint64_t exec_start = 0, compute_start = 0, compute_end = 0;
+  RequestData data;
+  absl::Status status;
+  bool read = false;      // `data` holds the request
+  bool answered = false;  // its outputs are in `response` (or `status` says why not)
+  int64_t batch_size = 1;
 };
 
 absl::StatusOr<std::unique_ptr<Instance>> Instance::Create(TRITONBACKEND_ModelInstance* instance,
@@ -201,59 +289,25 @@ absl::StatusOr<std::unique_ptr<Instance>> Instance::Create(TRITONBACKEND_ModelIn
   return std::unique_ptr<Instance>(new Instance(instance, model, *std::move(runner)));
 }
 
-absl::Status Instance::Run(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response,
-                           Times* times) {
+// Runs one request alone: its arguments bound by the protocol's rules, result 0 (when
+// asked for whole) computed straight into its output's buffer where the runtime finds it
+// worth it (ops with an out= overload), the other outputs copied into Triton's buffers.
+absl::Status Instance::RunOne(Pending& p) {
   const server::OpInfo& op = model_.op_info();
-  const std::string& model = model_.config().name;
-  bool cancelled = false;
-  if (auto s = TakeTritonError(TRITONBACKEND_RequestIsCancelled(request, &cancelled)); !s.ok()) {
-    return s;
+  if (!p.read) {
+    if (absl::Status s = ReadRequest(p.request, model_.config().name, &p.data); !s.ok()) return s;
+    p.read = true;
   }
-  if (cancelled) return absl::CancelledError("the request was cancelled before it ran");
-
-  k::Scratch scratch;
-  std::vector<k::InputTensor> inputs;
-  uint32_t count = 0;
-  if (auto s = TakeTritonError(TRITONBACKEND_RequestInputCount(request, &count)); !s.ok()) return s;
-  int64_t input_bytes = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    auto in = ReadInput(request, i, model, &scratch);
-    if (!in.ok()) return in.status();
-    input_bytes += in->count * in->type->size;
-    inputs.push_back(*std::move(in));
-  }
-  std::vector<k::Parameter> parameters;
-  if (auto s = TakeTritonError(TRITONBACKEND_RequestParameterCount(request, &count)); !s.ok()) {
-    return s;
-  }
-  for (uint32_t i = 0; i < count; ++i) {
-    auto p = ReadParameter(request, i);
-    if (!p.ok()) return p.status();
-    parameters.push_back(*std::move(p));
-  }
-  std::vector<std::string> requested;
-  if (auto s = TakeTritonError(TRITONBACKEND_RequestOutputCount(request, &count)); !s.ok()) {
-    return s;
-  }
-  for (uint32_t i = 0; i < count; ++i) {
-    const char* name = nullptr;
-    if (auto s = TakeTritonError(TRITONBACKEND_RequestOutputName(request, i, &name)); !s.ok()) {
-      return s;
-    }
-    requested.emplace_back(name);
-  }
-
-  auto args = k::RequestArguments(op, inputs, parameters, &scratch);
+  RequestData& data = p.data;
+  auto args = k::RequestArguments(op, data.inputs, data.parameters, &data.scratch);
   if (!args.ok()) return args.status();
   server::OpCall call;
   call.op = model_.op();
-  call.input_bytes = input_bytes;
+  call.input_bytes = data.input_bytes;
   if (absl::Status s = server::BindArguments(op, *std::move(args), &call); !s.ok()) return s;
-  auto selected = k::SelectOutputs(op, requested);
+  auto selected = k::SelectOutputs(op, data.requested);
   if (!selected.ok()) return selected.status();
 
-  // Result 0, when asked for whole, computed straight into its output's buffer (ops with
-  // an out= overload; the runtime decides whether it is worth it).
   const std::vector<std::string> names = k::OutputNames(op);
   struct InPlace {
     void* data = nullptr;
@@ -261,15 +315,13 @@ absl::Status Instance::Run(TRITONBACKEND_Request* request, TRITONBACKEND_Respons
     absl::Status status;
   } in_place;
   bool result0_whole = false;
-  for (const k::OutputRef& ref : *selected) {
-    result0_whole |= ref.result == 0 && ref.element < 0;
-  }
+  for (const k::OutputRef& ref : *selected) result0_whole |= ref.result == 0 && ref.element < 0;
   if (result0_whole && !op.returns.empty() && op.returns[0].kind == ArgKind::kTensor) {
     call.result_buffer.allocate = [&](const server::OpCall::OutputBuffer::Layout& layout,
                                       int64_t bytes) -> void* {
       const k::Datatype* type = k::DatatypeOf(layout.dtype);
       if (type == nullptr) return nullptr;
-      auto buffer = NewOutput(response, names[0], type->name, layout.shape, bytes);
+      auto buffer = NewOutput(p.response, names[0], type->name, layout.shape, bytes);
       if (!buffer.ok()) {
         in_place.status = buffer.status();
         return nullptr;
@@ -280,10 +332,10 @@ absl::Status Instance::Run(TRITONBACKEND_Request* request, TRITONBACKEND_Respons
     };
   }
 
-  times->compute_start = NowNs();
+  p.compute_start = NowNs();
   int64_t compute_ns = 0;
   absl::Status ran = runner_->Run(model_.registry(), call, &compute_ns);
-  times->compute_end = NowNs();
+  p.compute_end = NowNs();
   if (!ran.ok()) return ran;
   if (!in_place.status.ok()) return in_place.status;
 
@@ -292,7 +344,7 @@ absl::Status Instance::Run(TRITONBACKEND_Request* request, TRITONBACKEND_Respons
   for (const k::OutputTensor& out : *outputs) {
     const absl::string_view bytes = out.bytes();
     if (in_place.data != nullptr && out.result == 0 && out.element < 0) {
-      // Made by the runtime's request; the kernel may still have put the result elsewhere.
+      // Made at the runtime's request; the kernel may still have put the result elsewhere.
       if (out.tensor_data == in_place.data) continue;
       if (static_cast<int64_t>(bytes.size()) != in_place.bytes) {
         return absl::InternalError(
@@ -301,7 +353,7 @@ absl::Status Instance::Run(TRITONBACKEND_Request* request, TRITONBACKEND_Respons
       std::memcpy(in_place.data, bytes.data(), bytes.size());
       continue;
     }
-    auto buffer = NewOutput(response, out.name, out.datatype(), out.shape,
+    auto buffer = NewOutput(p.response, out.name, out.datatype(), out.shape,
                             static_cast<int64_t>(bytes.size()));
     if (!buffer.ok()) return buffer.status();
     if (!bytes.empty()) std::memcpy(*buffer, bytes.data(), bytes.size());
@@ -309,48 +361,181 @@ absl::Status Instance::Run(TRITONBACKEND_Request* request, TRITONBACKEND_Respons
   return absl::OkStatus();
 }
 
+// Runs `batch` as one call when it is sound (the README's "Dynamic batching"): the op is
+// pointwise, every input is a tensor argument, and the requests differ only in their
+// tensors' first dimension and data (Batchable). Their inputs are concatenated along
+// dimension 0 and every output, a tensor with that first dimension, is split back. Returns
+// false, having answered nothing, when the batch cannot run so (each request then runs
+// alone, and a failing call then gives each request its own error).
+bool Instance::RunBatch(std::vector<Pending*>& batch) {
+  const server::OpInfo& op = model_.op_info();
+  if (!op.pointwise || batch.size() < 2) return false;
+  for (Pending* p : batch) {
+    if (!p->read) {
+      p->status = ReadRequest(p->request, model_.config().name, &p->data);
+      p->read = true;
+    }
+    if (!p->status.ok() || !Batchable(batch[0]->data, p->data)) return false;
+  }
+  RequestData merged;
+  merged.parameters = batch[0]->data.parameters;
+  merged.requested = batch[0]->data.requested;
+  int64_t rows = 0;
+  for (Pending* p : batch) rows += p->data.inputs[0].shape[0];
+  for (size_t i = 0; i < batch[0]->data.inputs.size(); ++i) {
+    const k::InputTensor& first = batch[0]->data.inputs[i];
+    const auto arg = std::find_if(op.args.begin(), op.args.end(),
+                                  [&](const server::ArgInfo& a) { return a.name == first.name; });
+    if (arg == op.args.end() || arg->kind != ArgKind::kTensor) return false;
+    k::InputTensor in = first;
+    in.shape[0] = rows;
+    in.count = 0;
+    int64_t bytes = 0;
+    for (Pending* p : batch) bytes += p->data.inputs[i].count * first.type->size;
+    merged.scratch.push_back(std::make_unique<char[]>(static_cast<size_t>(bytes)));
+    char* to = merged.scratch.back().get();
+    for (Pending* p : batch) {
+      const k::InputTensor& part = p->data.inputs[i];
+      const int64_t n = part.count * first.type->size;
+      if (n > 0) std::memcpy(to, part.data, static_cast<size_t>(n));
+      to += n;
+      in.count += part.count;
+    }
+    in.data = merged.scratch.back().get();
+    merged.input_bytes += bytes;
+    merged.inputs.push_back(std::move(in));
+  }
+  auto args = k::RequestArguments(op, merged.inputs, merged.parameters, &merged.scratch);
+  if (!args.ok()) return false;
+  server::OpCall call;
+  call.op = model_.op();
+  call.input_bytes = merged.input_bytes;
+  if (!server::BindArguments(op, *std::move(args), &call).ok()) return false;
+  auto selected = k::SelectOutputs(op, merged.requested);
+  if (!selected.ok()) return false;
+  const uint64_t compute_start = NowNs();
+  int64_t compute_ns = 0;
+  if (!runner_->Run(model_.registry(), call, &compute_ns).ok()) return false;
+  const uint64_t compute_end = NowNs();
+  auto outputs = k::ResultOutputs(op, call, *selected);
+  if (!outputs.ok()) return false;
+  for (const k::OutputTensor& out : *outputs) {
+    if (!out.is_tensor || out.shape.empty() || out.shape[0] != rows) return false;
+  }
+  // Every output splits back: answer each request with its rows.
+  int64_t first_row = 0;
+  for (Pending* p : batch) {
+    const int64_t n = p->data.inputs[0].shape[0];
+    for (const k::OutputTensor& out : *outputs) {
+      const int64_t row_bytes = rows == 0 ? 0 : out.tensor_bytes / rows;
+      std::vector<int64_t> shape = out.shape;
+      shape[0] = n;
+      auto buffer = NewOutput(p->response, out.name, out.datatype(), shape, n * row_bytes);
+      if (!buffer.ok()) {
+        p->status = buffer.status();
+        break;
+      }
+      if (n * row_bytes > 0) {
+        std::memcpy(*buffer, static_cast<const char*>(out.tensor_data) + first_row * row_bytes,
+                    static_cast<size_t>(n * row_bytes));
+      }
+    }
+    first_row += n;
+    p->batch_size = n;
+    p->compute_start = compute_start;
+    p->compute_end = compute_end;
+    p->answered = true;
+  }
+  return true;
+}
+
 void Instance::Execute(TRITONBACKEND_Request** requests, uint32_t count) {
+  std::vector<Pending> pending;
+  pending.reserve(count);
   for (uint32_t r = 0; r < count; ++r) {
-    TRITONBACKEND_Request* request = requests[r];
-    const uint64_t exec_start = NowNs();
-    TRITONBACKEND_Response* response = nullptr;
-    absl::Status status = TakeTritonError(TRITONBACKEND_ResponseNew(&response, request));
-    if (!status.ok()) {
+    Pending p;
+    p.request = requests[r];
+    p.exec_start = NowNs();
+    absl::Status made = TakeTritonError(TRITONBACKEND_ResponseNew(&p.response, p.request));
+    if (!made.ok()) {
       // No response can reach the client; Triton answers a request released without one.
       Log(TRITONSERVER_LOG_ERROR, absl::StrCat("myops: no response for a request of '",
-                                               model_.config().name, "': ", status.message()));
-      TakeTritonError(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL))
+                                               model_.config().name, "': ", made.message()));
+      TakeTritonError(TRITONBACKEND_RequestRelease(p.request, TRITONSERVER_REQUEST_RELEASE_ALL))
           .IgnoreError();
       continue;
     }
-    Times times;
+    pending.push_back(std::move(p));
+  }
+  // The one place where this boundary stops exceptions (allocation failures): each
+  // request still gets its own answer.
+  auto guarded = [](const std::function<absl::Status()>& body) {
     try {
-      status = Run(request, response, &times);
+      return body();
     } catch (const std::bad_alloc&) {
-      status = absl::ResourceExhaustedError("out of memory while answering the request");
+      return absl::ResourceExhaustedError("out of memory while answering the request");
     } catch (const std::exception& e) {
-      status = absl::InternalError(e.what());
+      return absl::InternalError(e.what());
     }
-    if (times.compute_start == 0) times.compute_start = times.compute_end = NowNs();
-    TRITONSERVER_Error* error = ToTritonError(status);
+  };
+  bool batched = false;
+  if (model_.config().max_batch_size > 0 && pending.size() > 1) {
+    std::vector<Pending*> batch;
+    for (Pending& p : pending) batch.push_back(&p);
+    absl::Status s = guarded([&] {
+      batched = RunBatch(batch);
+      return absl::OkStatus();
+    });
+    if (!s.ok()) batched = false;
+    if (!batched) {
+      for (Pending& p : pending) p.answered = false;
+    }
+  }
+  int64_t batch_rows = 0;
+  for (Pending& p : pending) {
+    if (!p.answered) {
+      if (p.read && !p.status.ok()) {
+        // Reading it failed while trying the batch: that is its answer.
+      } else {
+        p.status = guarded([&] { return RunOne(p); });
+      }
+      if (model_.config().max_batch_size > 0 && p.read && !p.data.inputs.empty() &&
+          !p.data.inputs[0].shape.empty()) {
+        p.batch_size = p.data.inputs[0].shape[0];
+      }
+    }
+    if (p.compute_start == 0) p.compute_start = p.compute_end = NowNs();
+    TRITONSERVER_Error* error = ToTritonError(p.status);
     absl::Status sent = TakeTritonError(
-        TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error));
+        TRITONBACKEND_ResponseSend(p.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error));
     if (error != nullptr) TRITONSERVER_ErrorDelete(error);
     const uint64_t exec_end = NowNs();
     if (!sent.ok()) {
       Log(TRITONSERVER_LOG_ERROR, absl::StrCat("myops: sending a response of '",
                                                model_.config().name, "': ", sent.message()));
     }
-    TakeTritonError(TRITONBACKEND_ModelInstanceReportStatistics(triton_, request, status.ok(),
-                                                                exec_start, times.compute_start,
-                                                                times.compute_end, exec_end))
+    TakeTritonError(TRITONBACKEND_ModelInstanceReportStatistics(triton_, p.request, p.status.ok(),
+                                                                p.exec_start, p.compute_start,
+                                                                p.compute_end, exec_end))
         .IgnoreError();
-    if (status.ok()) {
-      TakeTritonError(TRITONBACKEND_ModelInstanceReportBatchStatistics(
-                          triton_, 1, exec_start, times.compute_start, times.compute_end, exec_end))
-          .IgnoreError();
+    if (p.status.ok()) {
+      if (batched) {
+        batch_rows += p.batch_size;
+      } else {
+        TakeTritonError(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+                            triton_, static_cast<uint64_t>(p.batch_size), p.exec_start,
+                            p.compute_start, p.compute_end, exec_end))
+            .IgnoreError();
+      }
     }
-    TakeTritonError(TRITONBACKEND_RequestRelease(request, TRITONSERVER_REQUEST_RELEASE_ALL))
+    TakeTritonError(TRITONBACKEND_RequestRelease(p.request, TRITONSERVER_REQUEST_RELEASE_ALL))
+        .IgnoreError();
+  }
+  if (batched && batch_rows > 0) {
+    const Pending& first = pending.front();
+    TakeTritonError(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+                        triton_, static_cast<uint64_t>(batch_rows), first.exec_start,
+                        first.compute_start, first.compute_end, NowNs()))
         .IgnoreError();
   }
 }

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model.h"
@@ -23,7 +24,8 @@ class Instance {
 
   // Answers every request (one final response each, an error response for a request that
   // fails), reports Triton's statistics, and releases the requests. Never fails as a
-  // whole: each request's error goes to its own client.
+  // whole: each request's error goes to its own client. With max_batch_size > 0, the
+  // requests Triton hands over together run as one call where that is sound (RunBatch).
   void Execute(TRITONBACKEND_Request** requests, uint32_t count);
 
  private:
@@ -31,8 +33,9 @@ class Instance {
            std::unique_ptr<server::CallRunner> runner)
       : triton_(instance), model_(model), runner_(std::move(runner)) {}
 
-  struct Times;
-  absl::Status Run(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, Times* times);
+  struct Pending;
+  absl::Status RunOne(Pending& p);
+  bool RunBatch(std::vector<Pending*>& batch);
 
   TRITONBACKEND_ModelInstance* triton_;
   const Model& model_;  // outlives its instances (Triton finalizes instances first)

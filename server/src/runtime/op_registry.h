@@ -53,6 +53,10 @@ struct OpInfo {
   // Which of the server's devices have kernels, by kind.
   bool cpu = false;
   bool cuda = false;
+  // Tagged pointwise (at::Tag::pointwise): each result element depends only on the
+  // argument elements at its index (tensors broadcast), so calls that differ only in
+  // their tensors may run as one, concatenated along dimension 0.
+  bool pointwise = false;
   bool served = false;
   std::string reason;  // why not served
 

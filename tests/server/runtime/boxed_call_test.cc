@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -165,6 +166,72 @@ TEST(RunBoxedIntoBufferTest, TheResultDtypeIsTheOpsNotTheFirstArguments) {
   EXPECT_EQ(call.results[0].tensor.dtype, DType::kFloat32);
   EXPECT_EQ(call.results[0].tensor.data, out.data());
   for (float v : out) ASSERT_EQ(v, 1.5f);
+}
+
+// A host that makes the buffer once the layout is known (the Triton backend's output
+// buffers): asked once with the Meta kernel's layout and the exact byte size, and the
+// result computed there.
+TEST(RunBoxedAllocateTest, TheHostMakesTheBufferForTheMetaLayout) {
+  auto registry = Registry();
+  const std::vector<float> x = Iota(k64KiB);
+  std::vector<float> out(k64KiB, -1.0f);
+  OpCall call = ScaleShiftCall(*registry, x, nullptr, 0);
+  call.input_bytes = static_cast<int64_t>(k64KiB * 4);
+  int asked = 0;
+  call.result_buffer.allocate = [&](const OpCall::OutputBuffer::Layout& layout, int64_t bytes) {
+    ++asked;
+    EXPECT_EQ(layout.dtype, DType::kFloat32);
+    EXPECT_EQ(layout.shape, std::vector<int64_t>{k64KiB});
+    EXPECT_EQ(bytes, static_cast<int64_t>(k64KiB * 4));
+    return static_cast<void*>(out.data());
+  };
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  EXPECT_EQ(asked, 1);
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(call.results[0].tensor.data, out.data());
+  EXPECT_EQ(call.results[0].tensor.owner, nullptr);
+  for (size_t i = 0; i < k64KiB; ++i) ASSERT_EQ(out[i], 2 * x[i] + 1) << i;
+}
+
+// Declining (null) gets an ordinary result; a small input is not worth the Meta dispatch,
+// so the host is not asked.
+TEST(RunBoxedAllocateTest, DecliningOrSmallInputsGetAnOrdinaryResult) {
+  auto registry = Registry();
+  const std::vector<float> x = Iota(k64KiB);
+  const std::vector<float> untouched(1, -1.0f);
+  OpCall call = ScaleShiftCall(*registry, x, nullptr, 0);
+  call.input_bytes = static_cast<int64_t>(k64KiB * 4);
+  int asked = 0;
+  call.result_buffer.allocate = [&](const OpCall::OutputBuffer::Layout&, int64_t) -> void* {
+    ++asked;
+    return nullptr;
+  };
+  RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+  EXPECT_EQ(asked, 1);
+  ExpectOrdinaryResult(call, x, untouched);
+
+  const std::vector<float> small = {1, 2, 3, 4};
+  OpCall small_call = ScaleShiftCall(*registry, small, nullptr, 0);
+  small_call.input_bytes = 16;
+  small_call.result_buffer.allocate = call.result_buffer.allocate;
+  RunBoxed(Handle(*registry, "myops::scale_shift"), small_call, c10::Device(c10::kCPU));
+  EXPECT_EQ(asked, 1);
+  ExpectOrdinaryResult(small_call, small, untouched);
+}
+
+// Pointwise ops (at::Tag::pointwise) are listed so: hosts may batch them along dimension 0.
+TEST(OpRegistryTest, PointwiseOpsAreMarked) {
+  auto registry = Registry();
+  const auto& ops = registry->ops();
+  auto info = [&](const std::string& name) {
+    return *std::find_if(ops.begin(), ops.end(),
+                         [&](const OpInfo& o) { return o.QualifiedName() == name; });
+  };
+  EXPECT_TRUE(info("myops::scale_shift").pointwise);
+  EXPECT_TRUE(info("aten::add.Tensor").pointwise);
+  auto mm = OpRegistry::Build(*OpPatterns::Parse("aten::mm"));
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  EXPECT_FALSE((*mm)->ops().at(0).pointwise);
 }
 
 }  // namespace

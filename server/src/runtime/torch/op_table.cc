@@ -180,6 +180,7 @@ absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatt
     for (const c10::Argument& r : schema.returns()) info.returns.push_back(Describe(r));
     info.cpu = handle->hasComputedKernelForDispatchKey(c10::DispatchKey::CPU);
     info.cuda = handle->hasComputedKernelForDispatchKey(c10::DispatchKey::CUDA);
+    info.pointwise = handle->hasTag(at::Tag::pointwise);
     info.reason = NotServedReason(schema, info);
     if (info.reason.empty() && !info.cpu && !info.cuda) {
       info.reason = "it has no CPU or CUDA kernel";

@@ -1,0 +1,95 @@
+"""The myops Triton backend (backends/triton) in the real Triton server: a model repository
+serving myops, torchvision and aten operators through libtriton_myops.so, started once per
+module with myops_testing.triton.TritonProcess. Skipped where the nvidia-pytriton wheel
+(its tritonserver) is not installed."""
+
+from __future__ import annotations
+
+import pathlib
+import textwrap
+
+import pytest
+
+from myops_testing import BUILD
+from myops_testing.triton import TRITONSERVER, TritonProcess, backend_directory
+
+BACKEND = BUILD / "backends" / "triton" / "myops" / "libtriton_myops.so"
+
+
+def torchvision_library() -> pathlib.Path:
+    import torchvision
+
+    return pathlib.Path(torchvision.__file__).parent / "_C.so"
+
+
+# Model name -> config.pbtxt. A config names the backend and the op; what it leaves out
+# the backend completes from the op's schema (auto-complete). Multi-dimensional inputs
+# are listed with their datatype and dims: Triton checks a request's against them.
+def model_configs() -> dict[str, str]:
+    tv = torchvision_library()
+    return {
+        "scale_shift": """
+            backend: "myops"
+            parameters { key: "op" value { string_value: "myops::scale_shift" } }
+        """,
+        "scale_shift_batched": """
+            backend: "myops"
+            max_batch_size: 64
+            dynamic_batching { max_queue_delay_microseconds: 2000 }
+            instance_group [ { kind: KIND_CPU count: 1 } ]
+            parameters { key: "op" value { string_value: "myops::scale_shift" } }
+        """,
+        "nms": f"""
+            backend: "myops"
+            parameters {{ key: "op" value {{ string_value: "torchvision::nms" }} }}
+            parameters {{ key: "libraries" value {{ string_value: "{tv}" }} }}
+            input [ {{ name: "dets" data_type: TYPE_FP32 dims: [ -1, 4 ] }} ]
+            output [ {{ name: "output__0" data_type: TYPE_INT64 dims: [ -1 ] }} ]
+        """,
+        "roi_align": f"""
+            backend: "myops"
+            parameters {{ key: "op" value {{ string_value: "torchvision::roi_align" }} }}
+            parameters {{ key: "libraries" value {{ string_value: "{tv}" }} }}
+            input [ {{ name: "input" data_type: TYPE_FP32 dims: [ -1, -1, -1, -1 ] }},
+                    {{ name: "rois" data_type: TYPE_FP32 dims: [ -1, 5 ] }} ]
+            output [ {{ name: "output__0" data_type: TYPE_FP32 dims: [ -1, -1, -1, -1 ] }} ]
+        """,
+        "topk": """
+            backend: "myops"
+            parameters { key: "op" value { string_value: "aten::topk" } }
+            input [ { name: "self" data_type: TYPE_FP32 dims: [ -1, -1 ] } ]
+        """,
+        "unknown_op": """
+            backend: "myops"
+            parameters { key: "op" value { string_value: "myops::no_such_op" } }
+        """,
+        "bad_library": """
+            backend: "myops"
+            parameters { key: "op" value { string_value: "mylib::op" } }
+            parameters { key: "libraries" value { string_value: "/nonexistent/libmylib.so" } }
+        """,
+    }
+
+
+def write_repository(root: pathlib.Path, configs: dict[str, str]) -> pathlib.Path:
+    for name, config in configs.items():
+        (root / name / "1").mkdir(parents=True)
+        (root / name / "config.pbtxt").write_text(textwrap.dedent(config).strip() + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def triton(tmp_path_factory):
+    if TRITONSERVER is None:
+        pytest.skip("tritonserver is not installed (scripts/bootstrap.sh installs nvidia-pytriton)")
+    assert BACKEND.exists(), f"{BACKEND} is not built"
+    tmp = tmp_path_factory.mktemp("triton")
+    models = write_repository(tmp / "models", model_configs())
+    backends = backend_directory(tmp / "backends", {"myops": BACKEND})
+    # Two models fail to load on purpose: Triton keeps serving the others.
+    process = TritonProcess(models, backends, log_path=tmp / "triton.log")
+    process.start(wait_ready=False)
+    try:
+        yield process
+    finally:
+        process.stop()
