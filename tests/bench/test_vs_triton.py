@@ -1,0 +1,52 @@
+"""bench/vs_triton.sh, myops-server against the real Triton server with the hand-written
+scaleshift backend: it runs end to end (one round, 1 KiB, a few requests) and prints each
+round's figures and the median table with sane numbers; a backend folder without a
+backend is refused. Skipped where tritonserver (nvidia-pytriton) is not installed."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from myops_testing.paths import BUILD, REPO
+from myops_testing.triton import TRITONSERVER
+
+SCRIPT = REPO / "bench" / "vs_triton.sh"
+NUMBER = r"\d+\.\d"
+CELL = rf"({NUMBER}+) \({NUMBER}+\.\.{NUMBER}+\)"
+
+pytestmark = pytest.mark.skipif(
+    TRITONSERVER is None, reason="tritonserver not installed (nvidia-pytriton: scripts/bootstrap.sh)")
+
+
+def run(tmp_path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPT), "--myops-build", str(BUILD), "--out", str(tmp_path / "out"),
+                           *flags], capture_output=True, text=True, timeout=600)
+
+
+def test_one_round_prints_sane_figures(tmp_path):
+    if not (BUILD / "bench" / "peers" / "triton_scale_shift" / "libtriton_scaleshift.so").exists():
+        pytest.fail("the scaleshift backend is not built (myops_build --target triton_scaleshift)")
+    result = run(tmp_path, "--rounds", "1", "--sizes", "1KiB", "--concurrency", "1",
+                 "--requests", "200", "--warmup", "0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    side = rf"({NUMBER}+) req/s, p50 ({NUMBER}+) us, p99 ({NUMBER}+) us, CPU ({NUMBER}+) us/req"
+    found = re.search(rf"^1KiB conc 1 round 1: myops {side}; Triton {side}; myops/Triton ({NUMBER}+)$",
+                      result.stdout, re.M)
+    assert found, result.stdout
+    values = [float(v) for v in found.groups()]
+    for rps, p50, p99, cpu in (values[0:4], values[4:8]):
+        assert rps > 0 and 0 < p50 <= p99 and cpu >= 0, result.stdout
+    assert abs(values[8] - values[0] / values[4]) < 0.01, result.stdout
+    row = re.search(rf"^1KiB\s+1\s+{CELL}" + rf"\s+{CELL}" * 6 + r"\s*$", result.stdout, re.M)
+    assert row, result.stdout
+    assert float(row.group(1)) == pytest.approx(values[8], abs=0.001)
+
+
+def test_a_folder_without_a_backend_is_refused(tmp_path):
+    result = run(tmp_path, "--rounds", "1", "--sizes", "1KiB", "--concurrency", "1",
+                 "--requests", "10", "--warmup", "0", "--triton-backend", str(tmp_path))
+    assert result.returncode == 2
+    assert "must hold one libtriton_<name>.so" in result.stderr
