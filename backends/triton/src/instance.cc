@@ -261,11 +261,12 @@ bool Batchable(const RequestData& a, const RequestData& b) {
 struct Instance::Pending {
   TRITONBACKEND_Request* request = nullptr;
   TRITONBACKEND_Response* response = nullptr;
-  uint64_t exec_start = 0, compute_start = 0, compute_end = 0;
+  uint64_t exec_start = 0, compute_start = 0, compute_end = 0, exec_end = 0;
   RequestData data;
   absl::Status status;
   bool read = false;      // `data` holds the request
   bool answered = false;  // its outputs are in `response` (or `status` says why not)
+  bool batched = false;   // answered by a call that ran several requests
   int64_t batch_size = 1;
 };
 
@@ -361,22 +362,15 @@ absl::Status Instance::RunOne(Pending& p) {
   return absl::OkStatus();
 }
 
-// Runs `batch` as one call when it is sound (the README's "Dynamic batching"): the op is
-// pointwise, every input is a tensor argument, and the requests differ only in their
-// tensors' first dimension and data (Batchable). Their inputs are concatenated along
-// dimension 0 and every output, a tensor with that first dimension, is split back. Returns
-// false, having answered nothing, when the batch cannot run so (each request then runs
-// alone, and a failing call then gives each request its own error).
-bool Instance::RunBatch(std::vector<Pending*>& batch) {
+// Runs `batch` (requests read already, each Batchable with the first) as one call when
+// that is sound (backends/triton/README.md, "Dynamic batching"): the op is pointwise and
+// every input is a tensor argument. Their inputs are concatenated along dimension 0 and
+// every output, a tensor with that first dimension, is split back. Returns false, having
+// answered nothing, when the batch cannot run so (each request then runs alone, and a
+// failing call then gives each request its own error).
+bool Instance::RunBatch(const std::vector<Pending*>& batch) {
   const server::OpInfo& op = model_.op_info();
   if (!op.pointwise || batch.size() < 2) return false;
-  for (Pending* p : batch) {
-    if (!p->read) {
-      p->status = ReadRequest(p->request, model_.config().name, &p->data);
-      p->read = true;
-    }
-    if (!p->status.ok() || !Batchable(batch[0]->data, p->data)) return false;
-  }
   RequestData merged;
   merged.parameters = batch[0]->data.parameters;
   merged.requested = batch[0]->data.requested;
@@ -445,6 +439,7 @@ bool Instance::RunBatch(std::vector<Pending*>& batch) {
     p->compute_start = compute_start;
     p->compute_end = compute_end;
     p->answered = true;
+    p->batched = true;
   }
   return true;
 }
@@ -478,27 +473,38 @@ void Instance::Execute(TRITONBACKEND_Request** requests, uint32_t count) {
       return absl::InternalError(e.what());
     }
   };
-  bool batched = false;
-  if (model_.config().max_batch_size > 0 && pending.size() > 1) {
-    std::vector<Pending*> batch;
-    for (Pending& p : pending) batch.push_back(&p);
-    absl::Status s = guarded([&] {
-      batched = RunBatch(batch);
-      return absl::OkStatus();
-    });
-    if (!s.ok()) batched = false;
-    if (!batched) {
-      for (Pending& p : pending) p.answered = false;
+  // Dynamic batching: the requests that agree (Batchable) run as one call per group.
+  std::vector<std::vector<Pending*>> groups;
+  if (model_.config().max_batch_size > 0 && model_.op_info().pointwise && pending.size() > 1) {
+    for (Pending& p : pending) {
+      p.status = guarded([&] { return ReadRequest(p.request, model_.config().name, &p.data); });
+      p.read = true;
+      if (!p.status.ok()) continue;
+      auto group = std::find_if(groups.begin(), groups.end(), [&](const std::vector<Pending*>& g) {
+        return Batchable(g.front()->data, p.data);
+      });
+      if (group == groups.end()) {
+        groups.push_back({&p});
+      } else {
+        group->push_back(&p);
+      }
+    }
+    for (std::vector<Pending*>& group : groups) {
+      if (group.size() < 2) continue;
+      bool ran = false;
+      absl::Status s = guarded([&] {
+        ran = RunBatch(group);
+        return absl::OkStatus();
+      });
+      if (!s.ok() || !ran) {
+        for (Pending* p : group) p->answered = p->batched = false;  // each runs alone below
+      }
     }
   }
-  int64_t batch_rows = 0;
   for (Pending& p : pending) {
     if (!p.answered) {
-      if (p.read && !p.status.ok()) {
-        // Reading it failed while trying the batch: that is its answer.
-      } else {
-        p.status = guarded([&] { return RunOne(p); });
-      }
+      // A request whose reading failed has that as its answer.
+      if (!p.read || p.status.ok()) p.status = guarded([&] { return RunOne(p); });
       if (model_.config().max_batch_size > 0 && p.read && !p.data.inputs.empty() &&
           !p.data.inputs[0].shape.empty()) {
         p.batch_size = p.data.inputs[0].shape[0];
@@ -509,33 +515,32 @@ void Instance::Execute(TRITONBACKEND_Request** requests, uint32_t count) {
     absl::Status sent = TakeTritonError(
         TRITONBACKEND_ResponseSend(p.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, error));
     if (error != nullptr) TRITONSERVER_ErrorDelete(error);
-    const uint64_t exec_end = NowNs();
+    p.exec_end = NowNs();
     if (!sent.ok()) {
       Log(TRITONSERVER_LOG_ERROR, absl::StrCat("myops: sending a response of '",
                                                model_.config().name, "': ", sent.message()));
     }
     TakeTritonError(TRITONBACKEND_ModelInstanceReportStatistics(triton_, p.request, p.status.ok(),
                                                                 p.exec_start, p.compute_start,
-                                                                p.compute_end, exec_end))
+                                                                p.compute_end, p.exec_end))
         .IgnoreError();
-    if (p.status.ok()) {
-      if (batched) {
-        batch_rows += p.batch_size;
-      } else {
-        TakeTritonError(TRITONBACKEND_ModelInstanceReportBatchStatistics(
-                            triton_, static_cast<uint64_t>(p.batch_size), p.exec_start,
-                            p.compute_start, p.compute_end, exec_end))
-            .IgnoreError();
-      }
+    if (p.status.ok() && !p.batched) {
+      TakeTritonError(TRITONBACKEND_ModelInstanceReportBatchStatistics(
+                          triton_, static_cast<uint64_t>(p.batch_size), p.exec_start,
+                          p.compute_start, p.compute_end, p.exec_end))
+          .IgnoreError();
     }
     TakeTritonError(TRITONBACKEND_RequestRelease(p.request, TRITONSERVER_REQUEST_RELEASE_ALL))
         .IgnoreError();
   }
-  if (batched && batch_rows > 0) {
-    const Pending& first = pending.front();
+  // One batch statistic per call that ran several requests: the rows it computed.
+  for (const std::vector<Pending*>& group : groups) {
+    if (group.size() < 2 || !group.front()->batched) continue;
+    uint64_t rows = 0;
+    for (const Pending* p : group) rows += static_cast<uint64_t>(p->batch_size);
     TakeTritonError(TRITONBACKEND_ModelInstanceReportBatchStatistics(
-                        triton_, static_cast<uint64_t>(batch_rows), first.exec_start,
-                        first.compute_start, first.compute_end, NowNs()))
+                        triton_, rows, group.front()->exec_start, group.front()->compute_start,
+                        group.front()->compute_end, group.back()->exec_end))
         .IgnoreError();
   }
 }

@@ -35,7 +35,7 @@ class Instance {
 
   struct Pending;
   absl::Status RunOne(Pending& p);
-  bool RunBatch(std::vector<Pending*>& batch);
+  bool RunBatch(const std::vector<Pending*>& batch);
 
   TRITONBACKEND_ModelInstance* triton_;
   const Model& model_;  // outlives its instances (Triton finalizes instances first)
