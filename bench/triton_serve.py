@@ -16,6 +16,10 @@ Triton with SIGTERM and exits with its status.
 --backend: a folder holding one libtriton_<name>.so (default: the scaleshift peer in
 $MYOPS_BUILD_DIR, build/ by default); --models: a model repository to serve instead of
 the generated one (it must serve myops::scale_shift, the model myops-loadtest calls).
+The generated model's configuration is the peer's (bench/peers/triton_scale_shift/
+config.pbtxt) naming the backend, or for the myops backend (libtriton_myops.so) the two
+lines a user writes for it, the backend and the op, the backend completing the rest
+from the op's schema; either with one CPU instance per core.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ from myops_testing.triton import TRITONSERVER, TritonError, TritonProcess, backe
 
 MODEL = "myops::scale_shift"
 CONFIG = REPO / "bench" / "peers" / "triton_scale_shift" / "config.pbtxt"
+# The myops backend's model: the backend and the op; inputs (x FP32 [-1], alpha and beta
+# optional FP64 [1]) and output__0 come from the op's schema.
+MYOPS_CONFIG = f"""backend: "myops"
+parameters {{ key: "op" value {{ string_value: "{MODEL}" }} }}
+"""
 
 
 def backend_name(folder: pathlib.Path) -> str:
@@ -48,7 +57,10 @@ def backend_name(folder: pathlib.Path) -> str:
 def write_repository(root: pathlib.Path, backend: str, instances: int) -> pathlib.Path:
     model = root / MODEL
     (model / "1").mkdir(parents=True)
-    config = CONFIG.read_text().replace('backend: "scaleshift"', f'backend: "{backend}"')
+    if backend == "myops":
+        config = MYOPS_CONFIG
+    else:
+        config = CONFIG.read_text().replace('backend: "scaleshift"', f'backend: "{backend}"')
     config += f"instance_group [ {{ kind: KIND_CPU count: {instances} }} ]\n"
     (model / "config.pbtxt").write_text(config)
     return root

@@ -1,32 +1,45 @@
 #!/usr/bin/env bash
-# myops-server against NVIDIA Triton serving the same operator, with the same client:
-# myops-loadtest --protocol kserve (ModelInfer of myops::scale_shift, raw contents, alpha
-# and beta as parameters) against myops-server's Open Inference Protocol front end and
-# against tritonserver (pytriton's, bench/triton_serve.py through myops_testing.triton)
-# serving the hand-written scaleshift backend (bench/peers/triton_scale_shift), or
-# another backend and model repository (--triton-backend, --triton-models). Both servers
-# run with one CPU worker or instance per core. Per round, fresh servers; per size and
+# Two servers of the same operator called by the same client, side by side: by default
+# myops-server against NVIDIA Triton (pytriton's, bench/triton_serve.py through
+# myops_testing.triton) serving the hand-written scaleshift backend
+# (bench/peers/triton_scale_shift); with --triton-backend myops, Triton serving it with the
+# myops backend (backends/triton); with --sides, any two of those, such as two Tritons
+# with two backends (bench/triton_backends.sh). The client is myops-loadtest --protocol
+# kserve (ModelInfer of myops::scale_shift, raw contents, alpha and beta as parameters),
+# so both servers get byte-identical requests. Servers run with one CPU worker or
+# instance per core. Per round, fresh servers, both up at once; per size and
 # concurrency, each server gets an unmeasured warm-up run, then a measured run, the order
 # alternating by round. Each server's CPU time (utime + stime, /proc/PID/stat) over its
 # measured run divided by the requests it answered is its CPU per request, gRPC included
 # (10 ms ticks: measure long enough). Prints every round, then per size and concurrency
-# the medians over rounds with their ranges: throughput myops/Triton, p50 and p99 of each,
-# CPU per request of each. Writes the loadtest JSONs to --out (default
-# bench/results/vs_triton/, emptied first; a given folder must be empty).
+# the medians over rounds with their ranges: throughput and CPU per request of the first
+# side over the second's (per-round ratios), p50 and p99 of each, CPU per request of
+# each; with --cpu-gate SIZE:MAX, whether the median CPU ratio at SIZE is at most MAX.
+# Writes the loadtest JSONs to --out (default bench/results/vs_triton/, emptied first; a
+# given folder must be empty).
 #
 #   bench/vs_triton.sh [--rounds 3] [--sizes 1KiB,64KiB,256KiB,1MiB,16MiB,64MiB]
 #                      [--concurrency 1,8] [--duration 3] [--warmup 1] [--requests N]
-#                      [--triton-backend DIR] [--triton-models DIR] [--triton-preload LIB]
-#                      [--myops-build DIR] [--out DIR] [other myops-loadtest flags]
+#                      [--triton-backend scaleshift|myops|DIR] [--triton-models DIR]
+#                      [--triton-preload LIB] [--sides LABEL=SERVER,LABEL=SERVER]
+#                      [--cpu-gate SIZE:MAX] [--myops-build DIR] [--out DIR]
+#                      [other myops-loadtest flags]
 #
 # --myops-build: the build tree with server/myops-server, bench/loadtest/myops-loadtest
-# and (the default peer) bench/peers/triton_scale_shift; without it, those targets are
-# built into $MYOPS_BUILD_DIR (build/). --triton-backend: a folder holding one
-# libtriton_<name>.so; --triton-models: a repository serving myops::scale_shift with it.
-# --requests: N requests per measured run instead of --duration seconds.
+# and the backends (bench/peers/triton_scale_shift, backends/triton/myops); without it,
+# the targets the sides need are built into $MYOPS_BUILD_DIR (build/).
+# --triton-backend: scaleshift (the hand-written peer, the default), myops (the myops
+# backend, its model configured by two lines: the backend and the op), or a folder holding
+# one libtriton_<name>.so; --triton-models: a repository serving myops::scale_shift with
+# it instead of the generated one. --requests: N requests per measured run instead of
+# --duration seconds. --sides (default myops=server,Triton=triton): the two servers and
+# their labels; SERVER is `server` (myops-server), `triton` (Triton with --triton-backend
+# and --triton-models) or `triton:BACKEND` (Triton with BACKEND, as --triton-backend takes
+# it, and a generated repository); the ratios are the first side over the second.
 set -euo pipefail
 rounds=3 sizes=1KiB,64KiB,256KiB,1MiB,16MiB,64MiB concurrency=1,8 duration=3 warmup=1
-requests="" triton_backend="" triton_models="" triton_preload="" build="" out="" extra=()
+requests="" triton_backend=scaleshift triton_models="" triton_preload="" build="" out=""
+sides=myops=server,Triton=triton cpu_gate="" extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -35,28 +48,81 @@ while [[ $# -gt 0 ]]; do
     --duration) duration="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
-    --triton-backend) triton_backend="$(realpath "$2")"; shift 2 ;;
+    --triton-backend) triton_backend="$2"; shift 2 ;;
     --triton-models) triton_models="$(realpath "$2")"; shift 2 ;;
     --triton-preload) triton_preload="$2"; shift 2 ;;
+    --sides) sides="$2"; shift 2 ;;
+    --cpu-gate) cpu_gate="$2"; shift 2 ;;
     --myops-build) build="$(realpath "$2")"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) extra+=("$1"); shift ;;
   esac
 done
-source "$(dirname "$0")/../scripts/env.sh"
-if [ -z "$build" ]; then
-  myops_build --target myops-server myops-loadtest triton_scaleshift >&2
-  build="$MYOPS_BUILD_DIR"
-fi
-triton_backend="${triton_backend:-$build/bench/peers/triton_scale_shift}"
-for f in "$build/server/myops-server" "$build/bench/loadtest/myops-loadtest"; do
-  [ -x "$f" ] || { echo "$f not found: build it (or pass --myops-build)" >&2; exit 2; }
+
+# The two sides: label[i] and what serves it, server[i]: myops-server, or Triton with a
+# backend (myops, scaleshift or a folder) and, for `triton`, --triton-models.
+IFS=, read -r -a specs <<<"$sides"
+label=() server=() backend=() models=()
+for spec in "${specs[@]}"; do
+  name="${spec%%=*}" what="${spec#*=}"
+  if [[ "$spec" != *=* || ! "$name" =~ ^[A-Za-z0-9+._-]+$ ]]; then
+    echo "--sides $sides: expected LABEL=SERVER,LABEL=SERVER (LABEL: letters, digits, +._-)" >&2
+    exit 2
+  fi
+  case "$what" in
+    server) backend+=("") models+=("") ;;
+    triton) backend+=("$triton_backend") models+=("$triton_models") ;;
+    triton:?*) backend+=("${what#triton:}") models+=("") ;;
+    *) echo "--sides $sides: a server is server, triton or triton:BACKEND, not '$what'" >&2
+       exit 2 ;;
+  esac
+  label+=("$name") server+=("${what%%:*}")
 done
-backends=("$triton_backend"/libtriton_*.so)
-if [ "${#backends[@]}" != 1 ] || [ ! -f "${backends[0]}" ]; then
-  echo "--triton-backend $triton_backend must hold one libtriton_<name>.so" >&2
+if [ "${#label[@]}" != 2 ] || [ "${label[0]}" = "${label[1]}" ]; then
+  echo "--sides $sides: expected two sides with different labels" >&2
   exit 2
 fi
+if [ -n "$cpu_gate" ] && [[ ! "$cpu_gate" =~ ^[^:,]+:[0-9]+(\.[0-9]+)?$ ]]; then
+  echo "--cpu-gate $cpu_gate: expected SIZE:MAX, such as 1KiB:1.10" >&2
+  exit 2
+fi
+
+source "$(dirname "$0")/../scripts/env.sh"
+if [ -z "$build" ]; then
+  targets=(myops-loadtest)
+  for i in 0 1; do
+    case "${server[i]}:${backend[i]}" in
+      server:) targets+=(myops-server) ;;
+      triton:scaleshift) targets+=(triton_scaleshift) ;;
+      triton:myops) targets+=(triton_myops) ;;
+    esac
+  done
+  mapfile -t targets < <(printf '%s\n' "${targets[@]}" | sort -u)
+  myops_build --target "${targets[@]}" >&2
+  build="$MYOPS_BUILD_DIR"
+fi
+# A backend as --triton-backend takes it -> the folder holding its libtriton_<name>.so.
+for i in 0 1; do
+  case "${backend[i]}" in
+    "") ;;
+    scaleshift) backend[i]="$build/bench/peers/triton_scale_shift" ;;
+    myops) backend[i]="$build/backends/triton/myops" ;;
+    *) backend[i]="$(realpath "${backend[i]}")" ;;
+  esac
+done
+needed=("$build/bench/loadtest/myops-loadtest")
+[[ " ${server[*]} " == *" server "* ]] && needed+=("$build/server/myops-server")
+for f in "${needed[@]}"; do
+  [ -x "$f" ] || { echo "$f not found: build it (or pass --myops-build)" >&2; exit 2; }
+done
+for i in 0 1; do
+  [ "${server[i]}" = triton ] || continue
+  libraries=("${backend[i]}"/libtriton_*.so)
+  if [ "${#libraries[@]}" != 1 ] || [ ! -f "${libraries[0]}" ]; then
+    echo "--triton-backend ${backend[i]} must hold one libtriton_<name>.so" >&2
+    exit 2
+  fi
+done
 if [ -z "$out" ]; then
   out="$MYOPS_REPO/bench/results/vs_triton"
   rm -rf "$out"
@@ -73,49 +139,71 @@ cpu_seconds() {  # utime + stime of process $1, in seconds
   awk -v t="$TICKS" '{ print ($14 + $15) / t }' "/proc/$1/stat"
 }
 
+# start_side I ROUND: starts side I's server; sets pid[I] (the process whose CPU counts),
+# addr[I], and stop[I] (the process to signal: for Triton, triton_serve.py).
+declare -a pid addr stop
+start_side() {
+  local i="$1" round="$2" args
+  if [ "${server[i]}" = server ]; then
+    myops_start "${label[i]}$round" "" "$build/server/myops-server" --address 127.0.0.1:0 \
+      --devices cpu --max-message-bytes $((1 << 30))
+    pid[i]="$MYOPS_PID" stop[i]="$MYOPS_PID" addr[i]="$MYOPS_ADDR"
+    return
+  fi
+  args=(--work "$out/${label[i]}$round" --backend "${backend[i]}")
+  [ -n "${models[i]}" ] && args+=(--models "${models[i]}")
+  [ -n "$triton_preload" ] && args+=(--preload "$triton_preload")
+  # triton_serve.py's lines, Triton's own pid among them, go to $MYOPS_SERVERS_DIR/NAME.log.
+  myops_start "${label[i]}$round" "" "$MYOPS_VENV/bin/python" \
+    "$MYOPS_REPO/bench/triton_serve.py" "${args[@]}"
+  stop[i]="$MYOPS_PID" addr[i]="$MYOPS_ADDR"
+  pid[i]="$(awk '/^triton pid/ { print $3 }' "$MYOPS_SERVERS_DIR/${label[i]}$round.log")"
+}
+
+describe() {  # describe I: side I in words
+  if [ "${server[$1]}" = server ]; then
+    echo "${label[$1]}: myops-server ($build, $(nproc) CPU workers)"
+  else
+    echo "${label[$1]}: tritonserver (backend ${backend[$1]}," \
+      "models ${models[$1]:-generated, $(nproc) CPU instances})"
+  fi
+}
+
 measure=(--duration "$duration")
 [ -n "$requests" ] && measure=(--requests "$requests")
-echo "myops-server ($build) against tritonserver (backend $triton_backend," \
-  "models ${triton_models:-generated, $(nproc) CPU instances}), $(nproc) cores;" \
-  "myops-loadtest --protocol kserve, ${measure[*]} per run after ${warmup} s of warm-up" >&2
+echo "$(describe 0); $(describe 1); $(nproc) cores; myops-loadtest --protocol kserve," \
+  "${measure[*]} per run after ${warmup} s of warm-up" >&2
 for round in $(seq "$rounds"); do
-  myops_start "myops$round" "" "$build/server/myops-server" --address 127.0.0.1:0 \
-    --devices cpu --max-message-bytes $((1 << 30))
-  declare -A pid addr
-  pid[myops]="$MYOPS_PID" addr[myops]="$MYOPS_ADDR"
-  triton_args=(--work "$out/triton$round" --backend "$triton_backend")
-  [ -n "$triton_models" ] && triton_args+=(--models "$triton_models")
-  [ -n "$triton_preload" ] && triton_args+=(--preload "$triton_preload")
-  # triton_serve.py's lines, Triton's own pid among them, go to $MYOPS_SERVERS_DIR/NAME.log.
-  myops_start "triton$round" "" "$MYOPS_VENV/bin/python" \
-    "$MYOPS_REPO/bench/triton_serve.py" "${triton_args[@]}"
-  wrapper="$MYOPS_PID" addr[triton]="$MYOPS_ADDR"
-  pid[triton]="$(awk '/^triton pid/ { print $3 }' "$MYOPS_SERVERS_DIR/triton$round.log")"
-  order=(myops triton)
-  ((round % 2 == 0)) && order=(triton myops)
+  start_side 0 "$round"
+  start_side 1 "$round"
+  order=(0 1)
+  ((round % 2 == 0)) && order=(1 0)
   for size in ${sizes//,/ }; do
     for conc in ${concurrency//,/ }; do
-      for side in "${order[@]}"; do
-        run=("$LOADTEST" --protocol kserve --target "${addr[$side]}" --sizes "$size"
+      for i in "${order[@]}"; do
+        run=("$LOADTEST" --protocol kserve --target "${addr[i]}" --sizes "$size"
              --concurrency "$conc" --quiet "${extra[@]}")
         if [ "$warmup" != 0 ]; then
           "${run[@]}" --warmup 0 --duration "$warmup" >/dev/null
         fi
-        before="$(cpu_seconds "${pid[$side]}")"
-        "${run[@]}" --warmup 0 "${measure[@]}" --json "$out/$round.$size.$conc.$side.json" >/dev/null
-        echo "$before $(cpu_seconds "${pid[$side]}")" >"$out/$round.$size.$conc.$side.cpu"
+        before="$(cpu_seconds "${pid[i]}")"
+        "${run[@]}" --warmup 0 "${measure[@]}" \
+          --json "$out/$round.$size.$conc.${label[i]}.json" >/dev/null
+        echo "$before $(cpu_seconds "${pid[i]}")" >"$out/$round.$size.$conc.${label[i]}.cpu"
       done
     done
   done
-  kill "${pid[myops]}" "$wrapper"
-  wait "${pid[myops]}" "$wrapper" 2>/dev/null || true
+  kill "${stop[0]}" "${stop[1]}"
+  wait "${stop[0]}" "${stop[1]}" 2>/dev/null || true
 done
 
-"$MYOPS_VENV/bin/python" - "$out" "$rounds" "$sizes" "$concurrency" <<'PY'
+"$MYOPS_VENV/bin/python" - "$out" "$rounds" "$sizes" "$concurrency" "${label[0]}" "${label[1]}" \
+  "$cpu_gate" <<'PY'
 import json, math, statistics, sys
 out, rounds, sizes, concs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split(",")
-SIDES = ("myops", "triton")
-NAMES = {"myops": "myops", "triton": "Triton"}
+A, B = SIDES = sys.argv[5], sys.argv[6]
+gate = sys.argv[7]
+RATIO = f"{A}/{B}"
 
 
 def point(r, size, conc, side):
@@ -127,6 +215,10 @@ def point(r, size, conc, side):
             "cpu": 1e6 * (after - before) / answered if answered else math.nan}
 
 
+def ratio(a, b):
+    return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
+
+
 def cell(values, digits):
     values = [v for v in values if not math.isnan(v)]
     if not values:
@@ -135,23 +227,38 @@ def cell(values, digits):
     return f"{f.format(statistics.median(values))} ({f.format(min(values))}..{f.format(max(values))})"
 
 
-header = ["size", "conc", "req/s myops/Triton"] + [
-    f"{q} {NAMES[s]}" for q in ("p50 us", "p99 us", "CPU us/req") for s in SIDES]
-rows = []
+header = ["size", "conc", f"req/s {RATIO}", f"CPU/req {RATIO}"] + [
+    f"{q} {s}" for q in ("p50 us", "p99 us", "CPU us/req") for s in SIDES]
+rows, cpu_ratios = [], {}
 for size in sizes:
     for conc in concs:
         per = [{s: point(r, size, conc, s) for s in SIDES} for r in range(1, rounds + 1)]
+        rps = [ratio(p[A]["rps"], p[B]["rps"]) for p in per]
+        cpu = [ratio(p[A]["cpu"], p[B]["cpu"]) for p in per]
         for r, p in enumerate(per, 1):
             print(f"{size} conc {conc} round {r}: " + "; ".join(
-                f"{NAMES[s]} {p[s]['rps']:.1f} req/s, p50 {p[s]['p50']:.1f} us, p99 {p[s]['p99']:.1f} us, "
+                f"{s} {p[s]['rps']:.1f} req/s, p50 {p[s]['p50']:.1f} us, p99 {p[s]['p99']:.1f} us, "
                 f"CPU {p[s]['cpu']:.1f} us/req" for s in SIDES)
-                + f"; myops/Triton {p['myops']['rps'] / p['triton']['rps']:.3f}")
-        row = [size, conc, cell([p["myops"]["rps"] / p["triton"]["rps"] for p in per], 3)]
+                + f"; {RATIO} req/s {rps[r - 1]:.3f}, CPU/req {cpu[r - 1]:.3f}")
+        row = [size, conc, cell(rps, 3), cell(cpu, 3)]
         for q in ("p50", "p99", "cpu"):
             row += [cell([p[s][q] for p in per], 1) for s in SIDES]
         rows.append(row)
+        cpu_ratios[size, conc] = [v for v in cpu if not math.isnan(v)]
 print(f"\nmedian (min..max) over {rounds} round(s):")
 widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
 for r in [header] + rows:
     print("  ".join(str(v).rjust(w) if i else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))))
+if gate:
+    size, limit = gate.split(":")
+    for conc in concs:
+        values = cpu_ratios.get((size, conc))
+        if values is None:
+            print(f"gate: {size} was not measured")
+            break
+        median = statistics.median(values) if values else math.nan
+        verdict = "met" if median <= float(limit) else "NOT met"
+        print(f"gate: CPU per request {RATIO} at {size}, conc {conc}: median {median:.3f} "
+              f"({min(values, default=math.nan):.3f}..{max(values, default=math.nan):.3f}), "
+              f"at most {limit}: {verdict}")
 PY

@@ -1,7 +1,8 @@
 """bench/vs_triton.sh, myops-server against the real Triton server with the hand-written
 scaleshift backend: it runs end to end (one round, 1 KiB, a few requests) and prints each
-round's figures and the median table with sane numbers; a backend folder without a
-backend is refused. Skipped where tritonserver (nvidia-pytriton) is not installed."""
+round's figures and the median table with sane numbers; malformed --sides and a backend
+folder without a backend are refused. Skipped where tritonserver (nvidia-pytriton) is not
+installed. bench/triton_backends.sh (the myops backend against the peer) has its own test."""
 
 from __future__ import annotations
 
@@ -33,16 +34,25 @@ def test_one_round_prints_sane_figures(tmp_path):
                  "--requests", "200", "--warmup", "0")
     assert result.returncode == 0, result.stdout + result.stderr
     side = rf"({NUMBER}+) req/s, p50 ({NUMBER}+) us, p99 ({NUMBER}+) us, CPU ({NUMBER}+) us/req"
-    found = re.search(rf"^1KiB conc 1 round 1: myops {side}; Triton {side}; myops/Triton ({NUMBER}+)$",
-                      result.stdout, re.M)
+    found = re.search(rf"^1KiB conc 1 round 1: myops {side}; Triton {side}; "
+                      rf"myops/Triton req/s ({NUMBER}+), CPU/req ({NUMBER}+)$", result.stdout, re.M)
     assert found, result.stdout
     values = [float(v) for v in found.groups()]
     for rps, p50, p99, cpu in (values[0:4], values[4:8]):
         assert rps > 0 and 0 < p50 <= p99 and cpu >= 0, result.stdout
     assert abs(values[8] - values[0] / values[4]) < 0.01, result.stdout
-    row = re.search(rf"^1KiB\s+1\s+{CELL}" + rf"\s+{CELL}" * 6 + r"\s*$", result.stdout, re.M)
+    if values[7] > 0:
+        assert values[9] == pytest.approx(values[3] / values[7], abs=0.01), result.stdout
+    row = re.search(rf"^1KiB\s+1\s+{CELL}" + rf"\s+{CELL}" * 7 + r"\s*$", result.stdout, re.M)
     assert row, result.stdout
     assert float(row.group(1)) == pytest.approx(values[8], abs=0.001)
+
+
+def test_sides_other_than_two_labelled_servers_are_refused(tmp_path):
+    for sides in ("myops=server", "a=server,a=triton", "a=server,b=nginx", "server,triton"):
+        result = run(tmp_path, "--rounds", "1", "--sizes", "1KiB", "--requests", "10", "--sides", sides)
+        assert result.returncode == 2, sides
+        assert f"--sides {sides}: " in result.stderr, result.stderr
 
 
 def test_a_folder_without_a_backend_is_refused(tmp_path):
