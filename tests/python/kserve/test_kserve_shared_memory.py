@@ -231,6 +231,15 @@ def test_status_and_unregister(client, regions):
     assert not client.get_system_shared_memory_status(as_json=True).get("regions")
 
 
+def test_unregistering_a_region_that_is_not_registered_succeeds_as_on_triton(client, regions):
+    name, _, _ = regions.make(64)
+    client.unregister_system_shared_memory(name)
+    client.unregister_system_shared_memory(name)  # again: no error, as Triton answers
+    client.unregister_system_shared_memory("never-registered")
+    with pytest.raises(InferenceServerException, match="no shared memory region"):
+        client.get_system_shared_memory_status(region_name=name)  # status still says so
+
+
 def test_unregister_unmaps_the_region(client, regions, server):
     name, key, _ = regions.make(8192)
     maps = f"/proc/{server.pid}/maps"

@@ -168,4 +168,9 @@ absl::Status CheckIntact(const std::vector<SharedMemorySlice>& inputs, const Shm
   return absl::OkStatus();
 }
 
+absl::Status UnregisterRegion(SharedMemoryRegistry& shm, const std::string& name) {
+  absl::Status s = shm.Unregister(name);
+  return absl::IsNotFound(s) ? absl::OkStatus() : s;
+}
+
 }  // namespace myops::server::kserve

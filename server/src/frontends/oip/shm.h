@@ -30,6 +30,11 @@
 
 namespace myops::server::kserve {
 
+// Unregisters region `name` ("": every region) as Triton does: a name that is not
+// registered is no error (clients unregister defensively, and Triton's clients expect
+// success). The registry's other errors stay.
+absl::Status UnregisterRegion(SharedMemoryRegistry& shm, const std::string& name);
+
 // Where a tensor's bytes are, when they are in shared memory.
 using ShmRef = RegionRef;
 

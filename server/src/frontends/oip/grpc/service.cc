@@ -269,7 +269,7 @@ grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryUnregister(
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
   SharedMemoryRegistry* shm = pipeline_->shared_memory();
   if (shm == nullptr) return Done(context, SharedMemoryOff());
-  return Done(context, shm->Unregister(request->name()));
+  return Done(context, kserve::UnregisterRegion(*shm, request->name()));
 }
 
 }  // namespace myops::server

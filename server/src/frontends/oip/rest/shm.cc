@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "frontends/oip/shm.h"
 
 namespace myops::server::kserve {
 namespace {
@@ -93,7 +94,7 @@ absl::StatusOr<std::string> AnswerSharedMemory(SharedMemoryRegistry* shm,
       done = Register(shm, region, body);
       break;
     case A::kUnregister:
-      done = shm->Unregister(region);
+      done = UnregisterRegion(*shm, region);
       break;
   }
   if (!done.ok()) return done;
