@@ -332,6 +332,35 @@ def test_stream_infer(kserve_server):
     assert got["after"].as_numpy("max") == np.float32(3)
 
 
+def test_every_stream_response_is_marked_final_as_on_triton(kserve_server):
+    """Triton marks a request's last stream response with the parameter
+    triton_final_response (clients of decoupled models read until it); each request here
+    has one response, final, errors included, and asking for an empty final response
+    (triton_enable_empty_final_response) adds none, as Triton does for such models."""
+    def request(rid, empty_final, beta=True):
+        r = service_pb2.ModelInferRequest(model_name=SCALE_SHIFT, id=rid)
+        r.inputs.add(name="x", datatype="FP32", shape=[2])
+        r.raw_input_contents.append(np.ones(2, np.float32).tobytes())
+        r.parameters["alpha"].double_param = 2.0
+        if beta:
+            r.parameters["beta"].double_param = 1.0
+        if empty_final:
+            r.parameters["triton_enable_empty_final_response"].bool_param = True
+        return r
+
+    with grpc.insecure_channel(kserve_server.address) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        requests = [request("a", False), request("b", True), request("bad", True, beta=False)]
+        responses = list(stub.ModelStreamInfer(iter(requests), timeout=60))
+    by_id = {r.infer_response.id: r for r in responses}  # in the order they completed
+    assert len(responses) == 3 and sorted(by_id) == ["a", "b", "bad"]
+    for r in responses:
+        assert r.infer_response.parameters["triton_final_response"].bool_param is True
+    assert {rid: bool(r.error_message) for rid, r in by_id.items()} == {
+        "a": False, "b": False, "bad": True}
+    assert len(by_id["b"].infer_response.outputs) == 1
+
+
 def test_async_infer_with_ids(client):
     import queue
     answers: queue.Queue = queue.Queue()

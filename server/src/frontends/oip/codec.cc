@@ -109,13 +109,22 @@ absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats
 
 namespace {
 
+// Triton's mark of a request's last response on a stream (its parameter
+// "triton_final_response"): every stream response here is its request's only one, so
+// final; a request's triton_enable_empty_final_response then asks for nothing more, as
+// Triton answers it for models that are not decoupled.
+void MarkFinal(ModelInferResponse* response) {
+  (*response->mutable_parameters())["triton_final_response"].set_bool_param(true);
+}
+
 wire::MessageWriter InferResponseWriter(const ModelInferRequest& request,
                                         const std::vector<OutputTensor>& outputs,
-                                        const OpCall& call) {
+                                        const OpCall& call, bool stream) {
   ModelInferResponse head;
   head.set_model_name(request.model_name());
   head.set_model_version(kModelVersion);
   head.set_id(request.id());
+  if (stream) MarkFinal(&head);
   std::vector<grpc::Slice> contents;
   for (const OutputTensor& o : outputs) {
     auto* out = head.add_outputs();
@@ -144,7 +153,7 @@ wire::MessageWriter InferResponseWriter(const ModelInferRequest& request,
 
 grpc::ByteBuffer EncodeInferResponse(const ModelInferRequest& request,
                                      const std::vector<OutputTensor>& outputs, const OpCall& call) {
-  return InferResponseWriter(request, outputs, call).Finish();
+  return InferResponseWriter(request, outputs, call, /*stream=*/false).Finish();
 }
 
 grpc::ByteBuffer EncodeStreamInferResponse(const ModelInferRequest& request,
@@ -152,7 +161,7 @@ grpc::ByteBuffer EncodeStreamInferResponse(const ModelInferRequest& request,
                                            const OpCall& call) {
   wire::MessageWriter out;
   out.AppendMessage(inference::ModelStreamInferResponse::kInferResponseFieldNumber,
-                    InferResponseWriter(request, outputs, call));
+                    InferResponseWriter(request, outputs, call, /*stream=*/true));
   return out.Finish();
 }
 
@@ -163,6 +172,7 @@ grpc::ByteBuffer EncodeStreamInferError(const ModelInferRequest& request,
   response.mutable_infer_response()->set_model_name(request.model_name());
   response.mutable_infer_response()->set_model_version(kModelVersion);
   response.mutable_infer_response()->set_id(request.id());
+  MarkFinal(response.mutable_infer_response());
   const std::string bytes = response.SerializeAsString();
   grpc::Slice slice(bytes);
   return grpc::ByteBuffer(&slice, 1);

@@ -99,13 +99,14 @@ grpc::ByteBuffer EncodeInferResponse(const inference::ModelInferRequest& request
                                      const std::vector<OutputTensor>& outputs, const OpCall& call);
 
 // ModelStreamInferResponse{infer_response: EncodeInferResponse(...)}, tensors again
-// sent from their own memory.
+// sent from their own memory, with the parameter triton_final_response: true (each
+// request's one response is its last, as Triton marks it).
 grpc::ByteBuffer EncodeStreamInferResponse(const inference::ModelInferRequest& request,
                                            const std::vector<OutputTensor>& outputs,
                                            const OpCall& call);
 
 // ModelStreamInferResponse{error_message: "CODE: message", infer_response: {model_name,
-// model_version, id}} for a failed stream request.
+// model_version, id, triton_final_response: true}} for a failed stream request.
 grpc::ByteBuffer EncodeStreamInferError(const inference::ModelInferRequest& request,
                                         const absl::Status& status);
 
