@@ -139,6 +139,13 @@ absl::StatusOr<std::vector<NamedValue>> RequestArguments(const OpInfo& op,
 // other parameter. INVALID_ARGUMENT when it is not an integer >= 0.
 absl::StatusOr<std::optional<int64_t>> TimeoutParameter(const OpInfo& op, const Parameter& p);
 
+// The output parameter "classification" among `params` (an output's own; Triton's
+// classification extension, tritonclient's class_count): the number of top classes the
+// output is asked for as, 0 when absent. INVALID_ARGUMENT naming `field` when it is not
+// an integer >= 0.
+absl::StatusOr<int64_t> ClassificationCount(const std::vector<Parameter>& params,
+                                            const std::string& field);
+
 // One output of a response as requested: result `result` of the op (schema order), and of
 // a Tensor[] result one element (`element` >= 0) or every element in order (-1).
 struct OutputRef {
@@ -183,5 +190,11 @@ struct OutputTensor {
 // list's end; UNIMPLEMENTED for a tensor of a dtype without datatype.
 absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const OpCall& call,
                                                         const std::vector<OutputRef>& selected);
+
+// Output `out` (a tensor) replaced by its top `count` classes, as Triton gives them:
+// BYTES of shape [min(count, elements)], each "value:index" (std::to_string of both), by
+// value, largest first (std::sort, as Triton orders them). INVALID_ARGUMENT, in Triton's
+// words, for a datatype other than the integers, FP32 and FP64, or over 10^6 elements.
+absl::Status Classify(int64_t count, OutputTensor* out);
 
 }  // namespace myops::server::kserve

@@ -76,6 +76,18 @@ absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const 
   if (!selected.ok()) return selected.status();
   auto shm_outputs = OutputRegions(op, shm, *request, *selected);
   if (!shm_outputs.ok()) return shm_outputs.status();
+  call->classify.assign(request->outputs.size(), 0);
+  for (size_t i = 0; i < request->output_shm.size() && i < request->outputs.size(); ++i) {
+    const std::string field =
+        absl::StrCat("output '", request->outputs[i], "' of model ", op.QualifiedName());
+    auto count = ClassificationCount(request->output_shm[i], field);
+    if (!count.ok()) return count.status();
+    if (*count > 0 && NamesRegion(request->output_shm[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": classification into shared memory is not supported"));
+    }
+    call->classify[i] = *count;
+  }
   call->op_info = &op;
   call->op = std::move(request->model);
   call->args = std::move(*args);
@@ -91,6 +103,14 @@ absl::StatusOr<std::vector<OutputTensor>> InferOutputs(const InferCall& call) {
   }
   auto outputs = ResultOutputs(*call.op_info, call.call, call.selected);
   if (!outputs.ok()) return outputs.status();
+  for (OutputTensor& o : *outputs) {
+    const int64_t count = o.selected < call.classify.size() ? call.classify[o.selected] : 0;
+    if (count > 0) {
+      if (absl::Status s = Classify(count, &o); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("output '", o.name, "': ", s.message()));
+      }
+    }
+  }
   if (absl::Status written = WriteShmOutputs(call.selected, call.shm_outputs, &*outputs);
       !written.ok()) {
     return written;

@@ -44,6 +44,7 @@ struct InferCall : CallState {
   std::vector<SharedMemorySlice> shm_inputs;  // regions input views point into
   std::vector<BudgetReservation> shm_copies;  // BOOL and integer inputs copied out of them
   ShmOutputs shm_outputs;                     // regions of the outputs that go there
+  std::vector<int64_t> classify;  // by output asked for: its classes asked for (0: none)
 };
 
 // The arguments of `request` for `op`: its inputs (InputArgument; narrowed copies kept in
@@ -59,9 +60,9 @@ absl::StatusOr<std::vector<NamedValue>> InferArguments(const OpInfo& op, InferRe
 absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const ReserveFn& reserve,
                        InferRequest* request, InferCall* call);
 
-// The outputs of `call` once it has run (ResultOutputs), those in regions written there
-// (WriteShmOutputs), after checking that no region changed size under the call
-// (CheckIntact).
+// The outputs of `call` once it has run (ResultOutputs), those asked for as classes
+// classified (Classify), those in regions written there (WriteShmOutputs), after checking
+// that no region changed size under the call (CheckIntact).
 absl::StatusOr<std::vector<OutputTensor>> InferOutputs(const InferCall& call);
 
 }  // namespace myops::server::kserve

@@ -1,11 +1,14 @@
 // The Open Inference Protocol's binding-independent rules for a response's outputs and
 // for the names of Tensor[] elements (see frontends/oip/args.h).
+#include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "frontends/oip/args.h"
+#include "frontends/oip/datatypes.h"
 
 namespace myops::server::kserve {
 namespace {
@@ -203,6 +206,73 @@ absl::StatusOr<std::vector<OutputTensor>> ResultOutputs(const OpInfo& op, const 
     outputs.push_back(*std::move(out));
   }
   return outputs;
+}
+
+absl::StatusOr<int64_t> ClassificationCount(const std::vector<Parameter>& params,
+                                            const std::string& field) {
+  for (const Parameter& p : params) {
+    if (p.name != "classification") continue;
+    if (p.kind == Parameter::Kind::kInt64 && p.int64_value >= 0) return p.int64_value;
+    if (p.kind == Parameter::Kind::kUint64) {
+      return static_cast<int64_t>(std::min<uint64_t>(p.uint64_value, uint64_t{1} << 62));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": parameter 'classification' is the number of classes; expected an integer >= 0"));
+  }
+  return 0;
+}
+
+namespace {
+
+template <typename T>
+std::vector<std::string> TopClasses(const void* data, size_t n, size_t count) {
+  const T* values = static_cast<const T*>(data);
+  std::vector<size_t> index(n);
+  std::iota(index.begin(), index.end(), size_t{0});
+  std::sort(index.begin(), index.end(),
+            [values](size_t a, size_t b) { return values[a] > values[b]; });
+  std::vector<std::string> out;
+  for (size_t k = 0; k < std::min(n, count); ++k) {
+    out.push_back(std::to_string(values[index[k]]) + ":" + std::to_string(index[k]));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status Classify(int64_t count, OutputTensor* out) {
+  const std::string type = out->datatype();
+  const Datatype* d = out->type;
+  if (!out->is_tensor || d == nullptr || d->family == Family::kBool || d->family == Family::kHalf) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("class result not available for output due to unsupported type '", type, "'"));
+  }
+  const size_t n = static_cast<size_t>(out->tensor_bytes / d->size);
+  if (n > 1'000'000) return absl::InvalidArgumentError("classification output tensor too large");
+  const size_t k = static_cast<size_t>(count);
+  std::vector<std::string> classes;
+  const std::string name = d->name;
+  if (name == "UINT8") classes = TopClasses<uint8_t>(out->tensor_data, n, k);
+  if (name == "INT8") classes = TopClasses<int8_t>(out->tensor_data, n, k);
+  if (name == "INT16") classes = TopClasses<int16_t>(out->tensor_data, n, k);
+  if (name == "INT32") classes = TopClasses<int32_t>(out->tensor_data, n, k);
+  if (name == "INT64") classes = TopClasses<int64_t>(out->tensor_data, n, k);
+  if (name == "FP32") classes = TopClasses<float>(out->tensor_data, n, k);
+  if (name == "FP64") classes = TopClasses<double>(out->tensor_data, n, k);
+  out->owned.clear();
+  for (const std::string& c : classes) {
+    const auto len = static_cast<uint32_t>(c.size());
+    char prefix[4];
+    std::memcpy(prefix, &len, 4);  // little-endian length, as Triton's BYTES
+    out->owned.append(prefix, 4);
+    out->owned += c;
+  }
+  out->type = nullptr;  // BYTES
+  out->shape = {static_cast<int64_t>(classes.size())};
+  out->is_tensor = false;
+  out->tensor_data = nullptr;
+  out->tensor_bytes = 0;
+  return absl::OkStatus();
 }
 
 }  // namespace myops::server::kserve

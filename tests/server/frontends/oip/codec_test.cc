@@ -202,6 +202,42 @@ TEST(KServeCodec, OutputsAreSelectedByName) {
               HasSubstr("has no output 'mid' (outputs: lo, hi)"));
 }
 
+// Triton's classification extension: "value:index" strings, largest first, BYTES with
+// 4-byte little-endian lengths; integers too; other datatypes refused in Triton's words.
+TEST(KServeCodec, ClassifyGivesTheTopClassesAsTritonDoes) {
+  const int64_t values[] = {7, -2, 40, 3};
+  OutputTensor out;
+  out.name = "y";
+  out.type = DatatypeOf(DType::kInt64);
+  out.shape = {4};
+  out.is_tensor = true;
+  out.tensor_data = values;
+  out.tensor_bytes = sizeof values;
+  ASSERT_TRUE(Classify(2, &out).ok());
+  EXPECT_EQ(std::string(out.datatype()), "BYTES");
+  EXPECT_EQ(out.shape, std::vector<int64_t>{2});
+  EXPECT_EQ(out.bytes(), std::string("\x04\0\0\0" "40:2" "\x03\0\0\0" "7:0", 15));
+
+  const uint16_t half[] = {0, 1};
+  OutputTensor h;
+  h.type = DatatypeOf(DType::kFloat16);
+  h.is_tensor = true;
+  h.tensor_data = half;
+  h.tensor_bytes = sizeof half;
+  EXPECT_THAT(std::string(Classify(1, &h).message()),
+              HasSubstr("class result not available for output due to unsupported type 'FP16'"));
+
+  std::vector<Parameter> params(1);
+  params[0].name = "classification";
+  params[0].kind = Parameter::Kind::kDouble;
+  EXPECT_EQ(ClassificationCount(params, "output 'y'").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  params[0].kind = Parameter::Kind::kInt64;
+  params[0].int64_value = 3;
+  EXPECT_EQ(*ClassificationCount(params, "output 'y'"), 3);
+  EXPECT_EQ(*ClassificationCount({}, "output 'y'"), 0);
+}
+
 TEST(KServeCodec, ElementNames) {
   EXPECT_EQ(ElementName("xs", 12), "xs__12");
   auto split = SplitElementName("output__0__3");

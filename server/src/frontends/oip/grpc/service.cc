@@ -157,6 +157,7 @@ grpc::ServerUnaryReactor* KServeService::ServerMetadata(
   response->add_extensions("model_configuration");
   response->add_extensions("parameters");
   response->add_extensions("statistics");
+  response->add_extensions("classification");
   if (pipeline_->shared_memory() != nullptr) response->add_extensions("system_shared_memory");
   return Done(context, absl::OkStatus());
 }

@@ -363,6 +363,9 @@ absl::Status ParseInferRequestJson(const std::string& model, BodyParts body,
       auto& shm = out->output_shm.emplace_back();
       if (const auto params = o.find("parameters"); params != o.end() && params->is_object()) {
         shm = SharedMemoryParameters(*params);
+        if (const auto c = params->find("classification"); c != params->end()) {
+          shm.push_back(ToParameter("classification", *c));
+        }
         if (const auto b = params->find("binary_data"); b != params->end()) {
           if (!b->is_boolean()) {
             return Invalid(absl::StrCat("output '", out->outputs.back(), "' of ", where),

@@ -133,10 +133,11 @@ void KServeHttp::Serve(mg_connection* conn) {
   }
   if (path == "/v2") {
     if (!only("GET")) return;
-    Json meta = {
-        {"name", "myops"},
-        {"version", MYOPS_VERSION_STRING},
-        {"extensions", {"model_configuration", "parameters", "binary_tensor_data", "statistics"}}};
+    Json meta = {{"name", "myops"},
+                 {"version", MYOPS_VERSION_STRING},
+                 {"extensions",
+                  {"model_configuration", "parameters", "binary_tensor_data", "statistics",
+                   "classification"}}};
     if (pipeline_->shared_memory() != nullptr) meta["extensions"].push_back("system_shared_memory");
     return Respond(conn, 200, meta.dump());
   }
