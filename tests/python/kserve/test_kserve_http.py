@@ -49,7 +49,8 @@ def test_server_live_ready_and_metadata(http_client):
     assert http_client.is_server_live() and http_client.is_server_ready()
     meta = http_client.get_server_metadata()
     assert meta["name"] == "myops" and meta["version"]
-    assert sorted(meta["extensions"]) == ["binary_tensor_data", "model_configuration",
+    assert sorted(meta["extensions"]) == ["binary_tensor_data", "classification",
+                                          "model_configuration",
                                           "parameters", "statistics"]
 
 
