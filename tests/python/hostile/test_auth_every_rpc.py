@@ -126,7 +126,15 @@ ROUTES = [("GET", "/v2"), ("GET", "/v2/models/stats"), ("GET", MODEL), ("GET", M
           ("GET", "/v2/systemsharedmemory/region/r/status"),
           ("POST", "/v2/systemsharedmemory/region/r/register"),
           ("POST", "/v2/systemsharedmemory/region/r/unregister"),
-          ("POST", "/v2/systemsharedmemory/unregister"), ("GET", "/v2/no/such/route")]
+          ("POST", "/v2/systemsharedmemory/unregister"),
+          ("POST", "/v2/repository/index"), ("POST", "/v2/repository/models/m/load"),
+          ("POST", "/v2/repository/models/m/unload"), ("GET", "/v2/trace/setting"),
+          ("POST", "/v2/trace/setting"), ("GET", MODEL + "/trace/setting"), ("GET", "/v2/logging"),
+          ("POST", "/v2/logging"), ("GET", "/v2/cudasharedmemory/status"),
+          ("GET", "/v2/cudasharedmemory/region/r/status"),
+          ("POST", "/v2/cudasharedmemory/region/r/register"),
+          ("POST", "/v2/cudasharedmemory/region/r/unregister"),
+          ("POST", "/v2/cudasharedmemory/unregister"), ("GET", "/v2/no/such/route")]
 OPEN_ROUTES = [("GET", "/v2/health/live"), ("GET", "/v2/health/ready")]
 
 

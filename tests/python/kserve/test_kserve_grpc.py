@@ -49,7 +49,8 @@ def test_server_metadata(client):
     meta = client.get_server_metadata()
     assert meta.name == "myops"
     assert meta.version  # the server's version string
-    assert sorted(meta.extensions) == ["classification", "model_configuration", "parameters",
+    assert sorted(meta.extensions) == ["classification", "model_configuration", "model_repository",
+                                       "parameters",
                                        "statistics"]
 
 

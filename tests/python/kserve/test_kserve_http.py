@@ -50,7 +50,7 @@ def test_server_live_ready_and_metadata(http_client):
     meta = http_client.get_server_metadata()
     assert meta["name"] == "myops" and meta["version"]
     assert sorted(meta["extensions"]) == ["binary_tensor_data", "classification",
-                                          "model_configuration",
+                                          "model_configuration", "model_repository",
                                           "parameters", "statistics"]
 
 

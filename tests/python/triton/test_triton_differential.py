@@ -3,7 +3,9 @@ through the myops backend) and against myops-server's Open Inference Protocol fr
 give the same answers: what Triton's own front end adds on top of a model (its
 extensions) is what myops-server must match for Triton's clients to work unchanged.
 Differences by design: the model's name (Triton's repository names it "scale_shift",
-myops-server names models after the operator)."""
+myops-server names models after the operator); trace and log settings, which Triton
+implements and myops-server refuses with a message saying what it has instead; load and
+unload refusals worded for each server."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from myops_testing import ServerProcess
 
@@ -63,3 +66,44 @@ def test_server_metadata_lists_the_classification_extension(triton, myops):
         meta = client.get_server_metadata()
         extensions = meta["extensions"] if isinstance(meta, dict) else meta.extensions
         assert "classification" in extensions, extensions
+
+
+def outcome(call):
+    """("ok", result) or ("error", status) of a tritonclient call."""
+    try:
+        return "ok", call()
+    except InferenceServerException as e:
+        assert e.message(), "an error without a message"
+        return "error", e.status()
+
+
+def test_repository_index_and_control(triton, myops):
+    for module, client, model in both(triton, myops):
+        index = client.get_model_repository_index()
+        entries = index if isinstance(index, list) else [
+            {"name": m.name, "version": m.version, "state": m.state} for m in index.models]
+        mine = [e for e in entries if e["name"] == model]
+        assert mine == [{"name": model, "version": "1", "state": "READY"}], entries
+        # Without explicit model control Triton refuses both: UNAVAILABLE (HTTP 503).
+        refused = "StatusCode.UNAVAILABLE" if module is grpcclient else "503"
+        assert outcome(lambda: client.load_model(model)) == ("error", refused)
+        assert outcome(lambda: client.unload_model(model)) == ("error", refused)
+
+
+def test_cuda_shared_memory_on_a_server_without_gpus(triton, myops):
+    for module, client, _ in both(triton, myops):
+        status = client.get_cuda_shared_memory_status()
+        assert (list(status) if module is httpclient else list(status.regions)) == []
+        assert outcome(lambda: client.unregister_cuda_shared_memory("r")) == ("ok", None)
+        refused = "StatusCode.INVALID_ARGUMENT" if module is grpcclient else "400"
+        kind, status = outcome(lambda: client.register_cuda_shared_memory("r", b"\0" * 64, 0, 64))
+        assert (kind, status) == ("error", refused)
+
+
+def test_trace_and_log_settings_are_refused_with_a_reason(myops):
+    for module, client in ((grpcclient, grpcclient.InferenceServerClient(myops.address)),
+                           (httpclient, httpclient.InferenceServerClient(myops.http_address))):
+        unimplemented = "StatusCode.UNIMPLEMENTED" if module is grpcclient else "501"
+        for call in (client.get_trace_settings, client.get_log_settings,
+                     lambda: client.update_log_settings(settings={"log_verbose_level": 1})):
+            assert outcome(call) == ("error", unimplemented)

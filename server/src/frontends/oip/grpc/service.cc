@@ -9,6 +9,7 @@
 #include "frontends/grpc/arena_request.h"
 #include "frontends/grpc/stream_reactor.h"
 #include "frontends/oip/codec.h"
+#include "frontends/oip/extensions.h"
 #include "myops/version.h"
 #include "myops/wire/call_wire.h"
 #include "util/clock.h"
@@ -152,13 +153,10 @@ grpc::ServerUnaryReactor* KServeService::ServerMetadata(
   if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
   response->set_name("myops");
   response->set_version(MYOPS_VERSION_STRING);
-  // The extensions implemented: ModelConfig, request parameters (arguments) and
-  // ModelStatistics.
-  response->add_extensions("model_configuration");
-  response->add_extensions("parameters");
-  response->add_extensions("statistics");
-  response->add_extensions("classification");
-  if (pipeline_->shared_memory() != nullptr) response->add_extensions("system_shared_memory");
+  for (const std::string& e :
+       kserve::ServerExtensions(/*rest=*/false, pipeline_->shared_memory() != nullptr)) {
+    response->add_extensions(e);
+  }
   return Done(context, absl::OkStatus());
 }
 
@@ -271,6 +269,68 @@ grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryUnregister(
   SharedMemoryRegistry* shm = pipeline_->shared_memory();
   if (shm == nullptr) return Done(context, SharedMemoryOff());
   return Done(context, kserve::UnregisterRegion(*shm, request->name()));
+}
+
+grpc::ServerUnaryReactor* KServeService::RepositoryIndex(
+    grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest*,
+    inference::RepositoryIndexResponse* response) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  for (const kserve::IndexEntry& e : kserve::RepositoryIndex(pipeline_->registry())) {
+    auto* m = response->add_models();
+    m->set_name(e.name);
+    m->set_version(e.version);
+    m->set_state(e.state);
+  }
+  return Done(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KServeService::RepositoryModelLoad(
+    grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
+    inference::RepositoryModelLoadResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, kserve::RepositoryControlRefused(request->model_name(), /*load=*/true));
+}
+
+grpc::ServerUnaryReactor* KServeService::RepositoryModelUnload(
+    grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, kserve::RepositoryControlRefused(request->model_name(), /*load=*/false));
+}
+
+grpc::ServerUnaryReactor* KServeService::CudaSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest*,
+    inference::CudaSharedMemoryStatusResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, absl::OkStatus());  // no regions
+}
+
+grpc::ServerUnaryReactor* KServeService::CudaSharedMemoryRegister(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest* request,
+    inference::CudaSharedMemoryRegisterResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, kserve::CudaSharedMemoryRefused(request->name()));
+}
+
+grpc::ServerUnaryReactor* KServeService::CudaSharedMemoryUnregister(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryUnregisterRequest*,
+    inference::CudaSharedMemoryUnregisterResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, absl::OkStatus());  // none is registered: as Triton, no error
+}
+
+grpc::ServerUnaryReactor* KServeService::TraceSetting(grpc::CallbackServerContext* context,
+                                                      const inference::TraceSettingRequest*,
+                                                      inference::TraceSettingResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, kserve::TraceSettingsRefused());
+}
+
+grpc::ServerUnaryReactor* KServeService::LogSettings(grpc::CallbackServerContext* context,
+                                                     const inference::LogSettingsRequest*,
+                                                     inference::LogSettingsResponse*) {
+  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
+  return Done(context, kserve::LogSettingsRefused());
 }
 
 }  // namespace myops::server

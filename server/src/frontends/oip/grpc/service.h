@@ -23,26 +23,29 @@ namespace myops::server {
 // --max-streams) are raw methods so that result tensors are written into
 // the response from their own memory. ModelStatistics is Triton's "statistics"
 // extension. Every RPC checks `auth` (the same token as myops.v1).
-class KServeService final
-    : public inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryStatus<
-          inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryRegister<
-              inference::GRPCInferenceService::WithCallbackMethod_SystemSharedMemoryUnregister<
-                  inference::GRPCInferenceService::WithCallbackMethod_ModelStatistics<
-                      inference::GRPCInferenceService::WithRawCallbackMethod_ModelStreamInfer<
-                          inference::GRPCInferenceService::WithCallbackMethod_ModelConfig<
-                              inference::GRPCInferenceService::WithCallbackMethod_ServerLive<
-                                  inference::GRPCInferenceService::WithCallbackMethod_ServerReady<
-                                      inference::GRPCInferenceService::
-                                          WithCallbackMethod_ModelReady<
-                                              inference::GRPCInferenceService::
-                                                  WithCallbackMethod_ServerMetadata<
-                                                      inference::GRPCInferenceService::
-                                                          WithCallbackMethod_ModelMetadata<
-                                                              inference::GRPCInferenceService::
-                                                                  WithRawCallbackMethod_ModelInfer<
-                                                                      inference::
-                                                                          GRPCInferenceService::
-                                                                              Service>>>>>>>>>>>> {
+namespace kserve_grpc {
+using G = inference::GRPCInferenceService;
+// Every RPC of the service as a callback method (ModelInfer and ModelStreamInfer raw).
+using ServiceBase = G::WithCallbackMethod_LogSettings<G::WithCallbackMethod_TraceSetting<
+    G::WithCallbackMethod_CudaSharedMemoryUnregister<G::WithCallbackMethod_CudaSharedMemoryRegister<
+        G::WithCallbackMethod_CudaSharedMemoryStatus<G::WithCallbackMethod_RepositoryModelUnload<
+            G::WithCallbackMethod_RepositoryModelLoad<G::WithCallbackMethod_RepositoryIndex<
+                G::WithCallbackMethod_SystemSharedMemoryStatus<
+                    G::WithCallbackMethod_SystemSharedMemoryRegister<
+                        G::WithCallbackMethod_SystemSharedMemoryUnregister<
+                            G::WithCallbackMethod_ModelStatistics<
+                                G::WithRawCallbackMethod_ModelStreamInfer<
+                                    G::WithCallbackMethod_ModelConfig<
+                                        G::WithCallbackMethod_ServerLive<
+                                            G::WithCallbackMethod_ServerReady<
+                                                G::WithCallbackMethod_ModelReady<
+                                                    G::WithCallbackMethod_ServerMetadata<
+                                                        G::WithCallbackMethod_ModelMetadata<
+                                                            G::WithRawCallbackMethod_ModelInfer<
+                                                                G::Service>>>>>>>>>>>>>>>>>>>>;
+}  // namespace kserve_grpc
+
+class KServeService final : public kserve_grpc::ServiceBase {
  public:
   // Adds its RPCs' series to the pipeline's metrics.
   KServeService(Pipeline* pipeline, BearerAuth auth);
@@ -94,6 +97,35 @@ class KServeService final
       grpc::CallbackServerContext* context,
       const inference::SystemSharedMemoryUnregisterRequest* request,
       inference::SystemSharedMemoryUnregisterResponse* response) override;
+  // Triton's extensions answered as frontends/oip/extensions.h says: the repository
+  // index (every served operator, READY), load/unload refused, CUDA shared memory (none
+  // registered, registering refused), trace and log settings refused.
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelLoad(
+      grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
+      inference::RepositoryModelLoadResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelUnload(
+      grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
+      inference::RepositoryModelUnloadResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryStatus(
+      grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
+      inference::CudaSharedMemoryStatusResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryRegisterRequest* request,
+      inference::CudaSharedMemoryRegisterResponse* response) override;
+  grpc::ServerUnaryReactor* CudaSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::CudaSharedMemoryUnregisterRequest* request,
+      inference::CudaSharedMemoryUnregisterResponse* response) override;
+  grpc::ServerUnaryReactor* TraceSetting(grpc::CallbackServerContext* context,
+                                         const inference::TraceSettingRequest* request,
+                                         inference::TraceSettingResponse* response) override;
+  grpc::ServerUnaryReactor* LogSettings(grpc::CallbackServerContext* context,
+                                        const inference::LogSettingsRequest* request,
+                                        inference::LogSettingsResponse* response) override;
 
  private:
   bool ready() const { return !draining_.load(std::memory_order_acquire); }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "frontends/oip/codec.h"
+#include "frontends/oip/extensions.h"
 #include "frontends/oip/rest/json.h"
 #include "frontends/oip/rest/meta.h"
 #include "frontends/oip/rest/respond.h"
@@ -136,9 +137,7 @@ void KServeHttp::Serve(mg_connection* conn) {
     Json meta = {{"name", "myops"},
                  {"version", MYOPS_VERSION_STRING},
                  {"extensions",
-                  {"model_configuration", "parameters", "binary_tensor_data", "statistics",
-                   "classification"}}};
-    if (pipeline_->shared_memory() != nullptr) meta["extensions"].push_back("system_shared_memory");
+                  kserve::ServerExtensions(/*rest=*/true, pipeline_->shared_memory() != nullptr)}};
     return Respond(conn, 200, meta.dump());
   }
   if (path == "/v2/models/stats") {  // every model's (model names always hold "::")
@@ -152,6 +151,7 @@ void KServeHttp::Serve(mg_connection* conn) {
     return Respond(conn, 200, kserve::StatsJson(stats).dump());
   }
   if (absl::StartsWith(path, kserve::kSharedMemoryPath)) return ServeSharedMemory(conn, path);
+  if (ServeExtension(conn, method, path)) return;
   if (!absl::StartsWith(path, kModelsPath)) {
     return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
   }
@@ -230,6 +230,79 @@ void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path)
   auto reply = kserve::AnswerSharedMemory(pipeline_->shared_memory(), *endpoint, body);
   if (!reply.ok()) return RespondError(conn, reply.status());
   Respond(conn, 200, *reply);
+}
+
+bool KServeHttp::ServeExtension(mg_connection* conn, absl::string_view method,
+                                const std::string& path) {
+  const std::vector<std::string> parts = absl::StrSplit(path, '/');  // "", "v2", ...
+  auto is = [&](std::initializer_list<absl::string_view> want) {
+    if (parts.size() != want.size() + 2) return false;
+    size_t i = 2;
+    for (absl::string_view w : want) {
+      if (w != "*" && parts[i] != w) return false;
+      ++i;
+    }
+    return true;
+  };
+  auto only = [&](absl::string_view wanted) { return Allowed(conn, wanted, method, path); };
+  // Bodies of these requests say nothing the answer depends on: read, then dropped, so
+  // the connection stays usable.
+  auto drain = [&]() -> bool {
+    const int64_t length = mg_get_request_info(conn)->content_length;
+    if (length > kserve::kMaxSharedMemoryBodyBytes) {
+      RespondError(conn, 413,
+                   absl::InvalidArgumentError(absl::StrCat("a request body here takes at most ",
+                                                           kserve::kMaxSharedMemoryBodyBytes,
+                                                           " bytes, not ", length)));
+      return false;
+    }
+    std::string body(static_cast<size_t>(std::max<int64_t>(length, 0)), '\0');
+    if (absl::Status read = ReadBody(conn, length, body.data()); !read.ok()) {
+      RespondError(conn, 400, read);
+      return false;
+    }
+    return true;
+  };
+  if (parts.size() < 3 || parts[1] != "v2") return false;
+  if (is({"repository", "index"})) {
+    if (!only("POST") || !drain()) return true;
+    Json index = Json::array();
+    for (const kserve::IndexEntry& e : kserve::RepositoryIndex(pipeline_->registry())) {
+      index.push_back({{"name", e.name}, {"version", e.version}, {"state", e.state}});
+    }
+    Respond(conn, 200, index.dump());
+    return true;
+  }
+  if (is({"repository", "models", "*", "load"}) || is({"repository", "models", "*", "unload"})) {
+    if (only("POST") && drain()) {
+      RespondError(conn, kserve::RepositoryControlRefused(parts[4], parts[5] == "load"));
+    }
+    return true;
+  }
+  if (is({"trace", "setting"}) || is({"models", "*", "trace", "setting"}) || is({"logging"})) {
+    if (method != "GET" && method != "POST") {
+      Allowed(conn, "GET or POST", method, path);  // 405
+    } else if (method == "GET" || drain()) {
+      RespondError(conn, parts[2] == "logging" ? kserve::LogSettingsRefused()
+                                               : kserve::TraceSettingsRefused());
+    }
+    return true;
+  }
+  if (parts[2] != "cudasharedmemory") return false;
+  if (is({"cudasharedmemory", "status"}) || is({"cudasharedmemory", "region", "*", "status"})) {
+    if (only("GET")) Respond(conn, 200, "[]");  // no regions
+    return true;
+  }
+  if (is({"cudasharedmemory", "region", "*", "register"})) {
+    if (only("POST") && drain()) RespondError(conn, kserve::CudaSharedMemoryRefused(parts[4]));
+    return true;
+  }
+  if (is({"cudasharedmemory", "unregister"}) ||
+      is({"cudasharedmemory", "region", "*", "unregister"})) {
+    if (only("POST") && drain()) Respond(conn, 200, "{}");  // none is registered: no error
+    return true;
+  }
+  return false;
 }
 
 }  // namespace myops::server

@@ -101,6 +101,10 @@ class KServeHttp {
   void Infer(mg_connection* conn, const std::string& model, const std::string& version);
   // /v2/systemsharedmemory/... (frontends/oip/rest/shm.h).
   void ServeSharedMemory(mg_connection* conn, const std::string& path);
+  // Triton's extensions answered as frontends/oip/extensions.h says (the repository
+  // index and control, CUDA shared memory, trace and log settings); false when `path` is
+  // none of theirs.
+  bool ServeExtension(mg_connection* conn, absl::string_view method, const std::string& path);
   bool ready() const { return !draining_.load(std::memory_order_acquire); }
 
   Pipeline* const pipeline_;
