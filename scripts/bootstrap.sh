@@ -25,7 +25,7 @@ DEB_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git python3-venv
   libgrpc++-dev libgrpc-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libgtest-dev libgmock-dev libcli11-dev libgoogle-perftools-dev libabsl-dev
-  clang-format openssl prometheus-cpp-dev nlohmann-json3-dev
+  clang-format openssl prometheus-cpp-dev nlohmann-json3-dev zlib1g-dev
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 missing=()

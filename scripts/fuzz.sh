@@ -16,7 +16,7 @@ BUILD="${MYOPS_FUZZ_BUILD_DIR:-$MYOPS_REPO/build-fuzz}"
 FUZZ_SRC="$MYOPS_REPO/tests/fuzz"
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy call_request call_response rest_request infer_request
-  shm_endpoint call_chunks)
+  shm_endpoint call_chunks rest_body)
 
 mkdir -p "$BUILD"
 cmake -S "$MYOPS_REPO" -B "$BUILD" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \

@@ -292,3 +292,46 @@ def test_timeout_parameter(http_client):
     e = error(lambda: http_client.infer(SCALE_SHIFT, [tensor("x", x, "FP32")],
                                         parameters=scalars, timeout=-5))
     assert e.status() == "400" and "parameter 'timeout'" in e.message()
+
+
+def test_compressed_requests_and_responses_as_tritonclient_sends_them(http_client):
+    """tritonclient's request_compression_algorithm sends the body gzip- or
+    deflate-compressed (Content-Encoding; Inference-Header-Content-Length counts the
+    uncompressed JSON); response_compression_algorithm asks for a compressed answer."""
+    x = np.arange(1000, dtype=np.float32)
+    for request_algo in (None, "gzip", "deflate"):
+        for response_algo in (None, "gzip", "deflate"):
+            for binary in (True, False):
+                inp = httpclient.InferInput("x", list(x.shape), "FP32")
+                inp.set_data_from_numpy(x, binary_data=binary)
+                out = httpclient.InferRequestedOutput("output__0", binary_data=binary)
+                r = http_client.infer(SCALE_SHIFT, [inp], outputs=[out],
+                                      parameters={"alpha": 2.0, "beta": 1.0},
+                                      request_compression_algorithm=request_algo,
+                                      response_compression_algorithm=response_algo)
+                np.testing.assert_array_equal(r.as_numpy("output__0"), 2 * x + 1)
+
+
+def test_hostile_compressed_bodies_get_precise_statuses(kserve_server):
+    import gzip
+    import zlib
+
+    body = json.dumps({"inputs": [{"name": "x", "shape": [2], "datatype": "FP32",
+                                   "data": [1, 2]}],
+                       "parameters": {"alpha": 1.0, "beta": 0.0}}).encode()
+    path = f"/v2/models/{SCALE_SHIFT}/infer"
+    status, _ = post(kserve_server, path, gzip.compress(body), {"Content-Encoding": "gzip"})
+    assert status == 200
+    status, reply = post(kserve_server, path, b"not gzip at all", {"Content-Encoding": "gzip"})
+    assert status == 400 and "not gzip data" in reply["error"], reply
+    status, reply = post(kserve_server, path, zlib.compress(body)[:-6],
+                         {"Content-Encoding": "deflate"})
+    assert status == 400 and "ends before" in reply["error"], reply
+    status, reply = post(kserve_server, path, body, {"Content-Encoding": "br"})
+    assert status == 415 and "gzip, deflate or identity" in reply["error"], reply
+    # A bomb: about 1 MiB that inflates past the server's message limit, refused while
+    # inflating, not allocated.
+    bomb = gzip.compress(b"\0" * (1 << 30))
+    assert len(bomb) < 2 << 20
+    status, reply = post(kserve_server, path, bomb, {"Content-Encoding": "gzip"})
+    assert status == 413 and "inflates to more than" in reply["error"], reply

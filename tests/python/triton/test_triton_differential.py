@@ -107,3 +107,22 @@ def test_trace_and_log_settings_are_refused_with_a_reason(myops):
         for call in (client.get_trace_settings, client.get_log_settings,
                      lambda: client.update_log_settings(settings={"log_verbose_level": 1})):
             assert outcome(call) == ("error", unimplemented)
+
+
+def test_compressed_requests_and_responses_as_on_triton(triton, myops):
+    x = np.arange(-20, 20, dtype=np.float32)
+    answers = []
+    for module, client, model in both(triton, myops):
+        if module is not httpclient:
+            continue
+        for algorithm in ("gzip", "deflate"):
+            inp = httpclient.InferInput("x", list(x.shape), "FP32")
+            inp.set_data_from_numpy(x)
+            r = client.infer(model, [inp], parameters={"alpha": 3.0, "beta": -1.0},
+                             request_compression_algorithm=algorithm,
+                             response_compression_algorithm=algorithm)
+            answers.append(r.as_numpy("output__0"))
+    assert len(answers) == 4
+    for a in answers:
+        np.testing.assert_array_equal(a, answers[0])
+    np.testing.assert_array_equal(answers[0], 3 * x - 1)

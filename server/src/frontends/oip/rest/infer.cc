@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "frontends/oip/binding.h"
 #include "frontends/oip/codec.h"
+#include "frontends/oip/rest/compression.h"
 #include "frontends/oip/rest/json.h"
 #include "frontends/oip/rest/respond.h"
 #include "frontends/oip/rest/service.h"
@@ -34,9 +36,27 @@ struct RestCallState : kserve::InferCall {
   BudgetReservation response_reservation;     // the response's JSON, while built and sent
 };
 
+// Reserves the budget for a body of `bytes` (as received; its JSON part as
+// Inference-Header-Content-Length says) and allocates state->body for it.
+absl::Status AdmitBody(Pipeline* pipeline, int64_t bytes, RestCallState* state) {
+  int64_t json_bytes = bytes;  // the JSON part's size as the header claims (checked later)
+  if (state->header_length != nullptr) {
+    json_bytes = std::min<int64_t>(bytes, std::strtoll(state->header_length, nullptr, 10));
+    if (json_bytes < 0) json_bytes = bytes;
+  }
+  // Held while parsed: the body, aligned copies of its binary part (at most the part
+  // again), and the parsed JSON.
+  absl::Status status = pipeline->ReserveCallRequest(
+      bytes, bytes + (bytes - json_bytes) + json_bytes * kserve::kJsonBytesPerByte, state);
+  if (status.ok()) state->body.reset(new char[static_cast<size_t>(bytes)]);
+  return status;
+}
+
 // Reads the request's body into `state` once the budget has granted it and its parsed
-// JSON. 411 without a Content-Length, 413 over --max-message-bytes, the budget's refusal,
-// 400 when the client stops sending: `*http_status` says which.
+// JSON; a compressed body (Content-Encoding gzip or deflate) is granted as sent, then as
+// it inflates, then as a plain body. 411 without a Content-Length, 413 over
+// --max-message-bytes (sent or inflated), 415 for another encoding, the budget's refusal,
+// 400 when the client stops sending or the bytes do not inflate: `*http_status` says which.
 absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState* state,
                          int* http_status) {
   const int64_t length = mg_get_request_info(conn)->content_length;
@@ -54,24 +74,53 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
                      " bytes, more than the largest message this server accepts (",
                      limits.max_message_bytes, " bytes, --max-message-bytes)"));
   }
+  auto encoding = kserve::ContentEncoding(mg_get_header(conn, "Content-Encoding"));
+  if (!encoding.ok()) {
+    *http_status = 415;
+    return encoding.status();
+  }
   state->header_length = mg_get_header(conn, "Inference-Header-Content-Length");
-  // The JSON part's size as the header claims (checked once the body is read).
-  int64_t json_bytes = length;
-  if (state->header_length != nullptr) {
-    json_bytes = std::min<int64_t>(length, std::strtoll(state->header_length, nullptr, 10));
-    if (json_bytes < 0) json_bytes = length;
+  if (*encoding == kserve::Encoding::kIdentity) {
+    if (absl::Status s = AdmitBody(pipeline, length, state); !s.ok()) {
+      *http_status = HttpStatusOf(s.code());
+      return s;
+    }
+    *http_status = 400;
+    return ReadBody(conn, length, state->body.get());
   }
-  // Held while parsed: the body, aligned copies of its binary part (at most the part
-  // again), and the parsed JSON.
-  absl::Status status = pipeline->ReserveCallRequest(
-      length, length + (length - json_bytes) + json_bytes * kserve::kJsonBytesPerByte, state);
-  if (!status.ok()) {
-    *http_status = HttpStatusOf(status.code());
-    return status;
+  BudgetReservation sent_reservation;
+  if (absl::Status s = pipeline->ReserveWorkingMemory(length, &sent_reservation); !s.ok()) {
+    *http_status = HttpStatusOf(s.code());
+    return s;
   }
-  state->body.reset(new char[static_cast<size_t>(length)]);
+  std::unique_ptr<char[]> sent(new char[static_cast<size_t>(length)]);
   *http_status = 400;
-  return ReadBody(conn, length, state->body.get());
+  if (absl::Status s = ReadBody(conn, length, sent.get()); !s.ok()) return s;
+  std::vector<BudgetReservation> inflated_reservation;
+  std::string inflated;
+  absl::Status s = kserve::Inflate(
+      *encoding, absl::string_view(sent.get(), static_cast<size_t>(length)),
+      limits.max_message_bytes,
+      [&](int64_t bytes) {
+        return pipeline->ReserveWorkingMemory(bytes, &inflated_reservation.emplace_back());
+      },
+      &inflated);
+  sent.reset();
+  sent_reservation = BudgetReservation();
+  if (!s.ok()) {
+    *http_status = s.code() == absl::StatusCode::kInvalidArgument ? 400 : 413;
+    if (absl::IsResourceExhausted(s) && !absl::StrContains(s.message(), "--max-message-bytes")) {
+      *http_status = HttpStatusOf(s.code());  // the budget's refusal, not the limit's
+    }
+    return s;
+  }
+  const auto bytes = static_cast<int64_t>(inflated.size());
+  if (s = AdmitBody(pipeline, bytes, state); !s.ok()) {
+    *http_status = HttpStatusOf(s.code());
+    return s;
+  }
+  std::copy(inflated.begin(), inflated.end(), state->body.get());
+  return absl::OkStatus();
 }
 
 // Parses the body and binds it to model `op`.
@@ -123,6 +172,32 @@ absl::StatusOr<kserve::RestInferResponse> Answer(Pipeline* pipeline, RestCallSta
   return kserve::EncodeInferResponseJson(state->op, state->request, state->outputs);
 }
 
+// Answers `response` compressed as `encoding` (the client's Accept-Encoding): the JSON and
+// the binary parts as one body, Inference-Header-Content-Length the JSON's uncompressed
+// size, as Triton answers. The copy and the compressed body are granted by the budget
+// first; refused, the response goes uncompressed.
+void RespondCompressed(mg_connection* conn, Pipeline* pipeline, kserve::Encoding encoding,
+                       const kserve::RestInferResponse& response) {
+  const int64_t plain = static_cast<int64_t>(response.json.size()) + response.binary_bytes;
+  BudgetReservation held;
+  if (!pipeline->ReserveWorkingMemory(plain + kserve::CompressBound(plain), &held).ok()) {
+    if (response.binary.empty()) return Respond(conn, 200, response.json);
+    return Respond(conn, 200, response.json, "application/octet-stream", response.binary,
+                   response.binary_bytes,
+                   absl::StrCat("Inference-Header-Content-Length: ", response.json.size(), "\r\n"));
+  }
+  std::string body = response.json;
+  for (absl::string_view part : response.binary) body.append(part.data(), part.size());
+  const std::string compressed = kserve::Compress(encoding, body);
+  std::string headers = absl::StrCat("Content-Encoding: ", kserve::EncodingName(encoding), "\r\n");
+  if (!response.binary.empty()) {
+    absl::StrAppend(&headers, "Inference-Header-Content-Length: ", response.json.size(), "\r\n");
+  }
+  Respond(conn, 200, compressed,
+          response.binary.empty() ? "application/json" : "application/octet-stream", {}, 0,
+          headers);
+}
+
 }  // namespace
 
 void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std::string& version) {
@@ -152,6 +227,11 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   pipeline_->metrics().Record(infer_rpc_, status, timing,
                               static_cast<uint64_t>(state.call.input_bytes));
   if (!status.ok()) return RespondError(conn, status);
+  const kserve::Encoding encoding =
+      kserve::AcceptedEncoding(mg_get_header(conn, "Accept-Encoding"));
+  if (encoding != kserve::Encoding::kIdentity) {
+    return RespondCompressed(conn, pipeline_, encoding, *response);
+  }
   if (response->binary.empty()) return Respond(conn, 200, response->json);
   Respond(conn, 200, response->json, "application/octet-stream", response->binary,
           response->binary_bytes,
