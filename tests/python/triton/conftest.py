@@ -41,6 +41,14 @@ def model_configs() -> dict[str, str]:
             instance_group [ { kind: KIND_CPU count: 1 } ]
             parameters { key: "op" value { string_value: "myops::scale_shift" } }
         """,
+        # The datatypes scale_shift computes, one model each (Triton checks a request's
+        # datatypes against the configuration; myops-server's model takes any).
+        **{f"scale_shift_{t.lower()}": f"""
+            backend: "myops"
+            parameters {{ key: "op" value {{ string_value: "myops::scale_shift" }} }}
+            input [ {{ name: "x" data_type: TYPE_{t} dims: [ -1 ] }} ]
+            output [ {{ name: "output__0" data_type: TYPE_{t} dims: [ -1 ] }} ]
+        """ for t in ("FP64", "FP16", "INT32")},
         "nms": f"""
             backend: "myops"
             parameters {{ key: "op" value {{ string_value: "torchvision::nms" }} }}

@@ -5,7 +5,9 @@ extensions) is what myops-server must match for Triton's clients to work unchang
 Differences by design: the model's name (Triton's repository names it "scale_shift",
 myops-server names models after the operator); trace and log settings, which Triton
 implements and myops-server refuses with a message saying what it has instead; load and
-unload refusals worded for each server."""
+unload refusals worded for each server; FP64 in JSON, which Triton writes with too few
+digits to round-trip and myops-server writes exactly; FP16 in JSON, which Triton refuses
+and myops-server takes."""
 
 from __future__ import annotations
 
@@ -13,26 +15,44 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from myops_testing import ServerProcess
 
 
 @pytest.fixture(scope="module")
 def myops():
-    server = ServerProcess("--http-address", "127.0.0.1:0")
+    server = ServerProcess("--http-address", "127.0.0.1:0", "--ops", "myops::*,aten::topk",
+                           "--allow-shared-memory")
     yield server
     server.close()
 
 
-def both(triton, myops):
+def both(triton, myops, triton_model="scale_shift", myops_model="myops::scale_shift"):
     """(client module, client, model name) for Triton and for myops-server, gRPC and HTTP."""
     return [
-        (grpcclient, grpcclient.InferenceServerClient(triton.grpc_url), "scale_shift"),
-        (grpcclient, grpcclient.InferenceServerClient(myops.address), "myops::scale_shift"),
-        (httpclient, httpclient.InferenceServerClient(triton.http_url), "scale_shift"),
-        (httpclient, httpclient.InferenceServerClient(myops.http_address), "myops::scale_shift"),
+        (grpcclient, grpcclient.InferenceServerClient(triton.grpc_url), triton_model),
+        (grpcclient, grpcclient.InferenceServerClient(myops.address), myops_model),
+        (httpclient, httpclient.InferenceServerClient(triton.http_url), triton_model),
+        (httpclient, httpclient.InferenceServerClient(myops.http_address), myops_model),
     ]
+
+
+def infer(module, client, model, inputs, parameters=None, outputs=None, binary=True, **kwargs):
+    ins = []
+    for name, array in inputs.items():
+        t = module.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        if module is httpclient:
+            t.set_data_from_numpy(array, binary_data=binary)
+        else:
+            t.set_data_from_numpy(array)
+        ins.append(t)
+    outs = None
+    if outputs is not None:
+        outs = [module.InferRequestedOutput(o, **({"binary_data": binary}
+                                                  if module is httpclient else {}))
+                for o in outputs]
+    return client.infer(model, ins, outputs=outs, parameters=parameters, **kwargs)
 
 
 def classify(module, client, model, x, k):
@@ -126,3 +146,113 @@ def test_compressed_requests_and_responses_as_on_triton(triton, myops):
     for a in answers:
         np.testing.assert_array_equal(a, answers[0])
     np.testing.assert_array_equal(answers[0], 3 * x - 1)
+
+
+def test_health_and_readiness(triton, myops):
+    for i, (_, client, model) in enumerate(both(triton, myops)):
+        assert client.is_server_live()
+        # (Triton's repository here holds two models that fail to load on purpose: with
+        # strict readiness Triton is then not ready as a whole.)
+        assert client.is_server_ready() == (i % 2 == 1)
+        assert client.is_model_ready(model)
+        assert not client.is_model_ready("no_such_model")
+
+
+def test_every_datatype_scale_shift_computes_gives_the_same_values(triton, myops):
+    rng = np.random.default_rng(12)
+    for dtype, triton_model in ((np.float32, "scale_shift"), (np.float64, "scale_shift_fp64"),
+                                (np.float16, "scale_shift_fp16")):
+        x = rng.standard_normal(64).astype(dtype)
+        reference = None
+        # By design: Triton refuses FP16 in JSON ("use the binary data format"); myops
+        # takes it. FP16 goes as binary data only here.
+        for binary in (True,) if dtype == np.float16 else (True, False):
+            for i, (module, client, model) in enumerate(both(triton, myops, triton_model)):
+                r = infer(module, client, model, {"x": x}, {"alpha": 1.25, "beta": -0.5},
+                          binary=binary)
+                got = r.as_numpy("output__0")
+                assert got.dtype == dtype
+                reference = got if reference is None else reference
+                if i == 2 and not binary and dtype == np.float64:
+                    # By design: Triton's JSON writes FP64 with about 15 significant digits,
+                    # fewer than a round trip needs (measured: 4 of these 64 values differ,
+                    # by up to 2e-15 relative); myops's JSON is exact.
+                    np.testing.assert_allclose(got, reference, rtol=5e-15, atol=0)
+                else:
+                    np.testing.assert_array_equal(got, reference)
+
+
+def test_request_ids_come_back(triton, myops):
+    for module, client, model in both(triton, myops):
+        r = infer(module, client, model, {"x": np.ones(2, np.float32)},
+                  {"alpha": 1.0, "beta": 0.0}, request_id="id-42")
+        response = r.get_response()
+        assert (response["id"] if module is httpclient else response.id) == "id-42"
+
+
+def test_output_selection_of_a_two_output_op(triton, myops):
+    x = np.random.default_rng(13).standard_normal((3, 20)).astype(np.float32)
+    answers = []
+    for module, client, model in both(triton, myops, "topk", "aten::topk"):
+        r = infer(module, client, model, {"self": x}, {"k": 4}, outputs=["indices"])
+        assert r.as_numpy("values") is None
+        answers.append(r.as_numpy("indices"))
+    for a in answers:
+        assert a.dtype == np.int64
+        np.testing.assert_array_equal(a, answers[0])
+
+
+def test_errors_have_the_same_status_and_message(triton, myops):
+    """The operator's own refusals (a missing argument, a kernel's check) reach Triton's
+    clients through either server with the same status and message."""
+    for module, client, model in both(triton, myops):
+        kind, status = outcome(lambda: infer(module, client, model,
+                                             {"x": np.ones(2, np.float32)}, {"alpha": 1.0}))
+        assert (kind, status) == ("error", "StatusCode.INVALID_ARGUMENT"
+                                  if module is grpcclient else "400")
+    messages = []
+    for module, client, model in both(triton, myops):
+        try:
+            infer(module, client, model, {"x": np.ones(2, np.float32)}, {"alpha": 1.0})
+        except InferenceServerException as e:
+            messages.append(e.message())
+    assert len(set(messages)) == 1, messages
+    assert "missing required argument 'beta'" in messages[0]
+
+
+def test_statistics_count_inferences(triton, myops):
+    for module, client, model in both(triton, myops):
+        def count():
+            stats = client.get_inference_statistics(model)
+            stats = stats if isinstance(stats, dict) else {
+                "model_stats": [{"inference_count": s.inference_count} for s in stats.model_stats]}
+            return int(stats["model_stats"][0]["inference_count"])
+        before = count()
+        for _ in range(2):
+            infer(module, client, model, {"x": np.ones(2, np.float32)}, {"alpha": 1.0, "beta": 0.0})
+        assert count() - before == 2
+
+
+def test_system_shared_memory_inputs_and_outputs(triton, myops):
+    import tritonclient.utils.shared_memory as shm
+
+    x = np.random.default_rng(14).standard_normal(256).astype(np.float32)
+    answers = []
+    for module, client, model in both(triton, myops):
+        key = f"/myops_diff_{len(answers)}"
+        handle = shm.create_shared_memory_region("diff", key, 2 * x.nbytes)
+        try:
+            shm.set_shared_memory_region(handle, [x])
+            client.register_system_shared_memory("diff", key, 2 * x.nbytes)
+            inp = module.InferInput("x", [x.size], "FP32")
+            inp.set_shared_memory("diff", x.nbytes)
+            out = module.InferRequestedOutput("output__0")
+            out.set_shared_memory("diff", x.nbytes, offset=x.nbytes)
+            client.infer(model, [inp], outputs=[out], parameters={"alpha": 2.0, "beta": 0.5})
+            answers.append(shm.get_contents_as_numpy(handle, np.float32, [x.size],
+                                                     offset=x.nbytes).copy())
+            client.unregister_system_shared_memory("diff")
+        finally:
+            shm.destroy_shared_memory_region(handle)
+    for a in answers:
+        np.testing.assert_array_equal(a, answers[0])
