@@ -256,3 +256,34 @@ def test_system_shared_memory_inputs_and_outputs(triton, myops):
             shm.destroy_shared_memory_region(handle)
     for a in answers:
         np.testing.assert_array_equal(a, answers[0])
+
+
+def test_streams_answer_each_request_once_marked_final(triton, myops):
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    def request(model, rid, beta=True, empty_final=False):
+        r = service_pb2.ModelInferRequest(model_name=model, id=rid)
+        r.inputs.add(name="x", datatype="FP32", shape=[2])
+        r.raw_input_contents.append(np.array([1, 2], np.float32).tobytes())
+        r.parameters["alpha"].double_param = 2.0
+        if beta:
+            r.parameters["beta"].double_param = 1.0
+        if empty_final:
+            r.parameters["triton_enable_empty_final_response"].bool_param = True
+        return r
+
+    seen = []
+    for address, model in ((triton.grpc_url, "scale_shift"), (myops.address, "myops::scale_shift")):
+        with grpc.insecure_channel(address) as channel:
+            stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+            requests = [request(model, "a"), request(model, "b", empty_final=True),
+                        request(model, "bad", beta=False)]
+            responses = list(stub.ModelStreamInfer(iter(requests), timeout=60))
+        seen.append(sorted(
+            (r.infer_response.id, bool(r.error_message),
+             r.infer_response.parameters["triton_final_response"].bool_param,
+             tuple(np.frombuffer(c, np.float32).tolist() for c in r.infer_response.raw_output_contents))
+            for r in responses))
+    assert seen[0] == seen[1], seen
+    assert [s[0] for s in seen[0]] == ["a", "b", "bad"]
