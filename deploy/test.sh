@@ -7,37 +7,19 @@
 #   MYOPS_DOCKER=podman MYOPS_IMAGE=myops-server:test MYOPS_SKIP_BUILD=1 deploy/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The engine: MYOPS_DOCKER, else docker if its daemon answers, else podman.
-engine=${MYOPS_DOCKER:-}
-if [ -z "$engine" ]; then
-  engine=docker
-  docker info >/dev/null 2>&1 || ! command -v podman >/dev/null || engine=podman
-fi
 image=${MYOPS_IMAGE:-myops-server:test}
 ctr=myops-test-$$
 work=$(mktemp -d)
-podman=no; case "$("$engine" --version)" in *podman*) podman=yes ;; esac
 log() { echo "[deploy/test] $*" >&2; }
+. deploy/engine.sh
 fail() { log "FAIL: $*"; "$engine" logs "$ctr" >&2 2>&1 || true; exit 1; }
 cleanup() { "$engine" rm -f "$ctr" >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 # --- build -------------------------------------------------------------------------
-if [ -z "${MYOPS_SKIP_BUILD:-}" ]; then
-  args=(-f deploy/Dockerfile --build-arg VARIANT=cpu -t "$image")
-  [ "$podman" = yes ] && args+=(--format docker)  # OCI images would drop the HEALTHCHECK
-  # pip behind a TLS-intercepting proxy: hand the CA bundle over as a build secret.
-  cert=${MYOPS_PIP_CERT:-${PIP_CERT:-$(sed -n 's/^cert *= *//p' /etc/pip.conf 2>/dev/null | head -n 1)}}
-  [ -n "$cert" ] && [ -f "$cert" ] && args+=(--secret "id=pipcert,src=$cert")
-  start=$SECONDS
-  "$engine" build "${args[@]}" . >&2
-  log "built $image in $((SECONDS - start)) s"
-fi
-size=$("$engine" image inspect -f '{{.Size}}' "$image")
-log "image size: $((size / 1000000)) MB"
+build_image "$image"
 
 # --- run: published port, flags through env (as in compose/k8s) and through args ------
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 port=$(free_port) metrics_port=$(free_port) http_port=$(free_port)
 drain=8 grace=20
 # As locked down as deploy/k8s runs it: read-only root, no capabilities, no privilege gain.

@@ -8,33 +8,17 @@
 #   MYOPS_DOCKER=podman MYOPS_IMAGE=myops-triton:test MYOPS_SKIP_BUILD=1 deploy/triton/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-engine=${MYOPS_DOCKER:-}
-if [ -z "$engine" ]; then
-  engine=docker
-  docker info >/dev/null 2>&1 || ! command -v podman >/dev/null || engine=podman
-fi
 image=${MYOPS_IMAGE:-myops-triton:test}
 ctr=myops-triton-test-$$
-podman=no; case "$("$engine" --version)" in *podman*) podman=yes ;; esac
 python=${MYOPS_VENV:-$HOME/.cache/myops/venv-torch2.11.0}/bin/python  # has tritonclient
 log() { echo "[deploy/triton/test] $*" >&2; }
+. deploy/engine.sh
 fail() { log "FAIL: $*"; "$engine" logs "$ctr" 2>&1 | tail -n 40 >&2 || true; exit 1; }
 cleanup() { "$engine" rm -f "$ctr" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-if [ -z "${MYOPS_SKIP_BUILD:-}" ]; then
-  args=(-f deploy/Dockerfile --build-arg VARIANT=cpu --target triton -t "$image")
-  [ "$podman" = yes ] && args+=(--format docker)  # OCI images would drop the HEALTHCHECK
-  cert=${MYOPS_PIP_CERT:-${PIP_CERT:-$(sed -n 's/^cert *= *//p' /etc/pip.conf 2>/dev/null | head -n 1)}}
-  [ -n "$cert" ] && [ -f "$cert" ] && args+=(--secret "id=pipcert,src=$cert")
-  start=$SECONDS
-  "$engine" build "${args[@]}" . >&2
-  log "built $image in $((SECONDS - start)) s"
-fi
-size=$("$engine" image inspect -f '{{.Size}}' "$image")
-log "image size: $((size / 1000000)) MB"
+build_image "$image" --target triton
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 http_port=$(free_port) grpc_port=$(free_port)
 secure=(--read-only --cap-drop ALL --security-opt no-new-privileges)
 [ "$podman" = yes ] && secure+=(--read-only-tmpfs=false)

@@ -5,6 +5,7 @@ module with myops_testing.triton.TritonProcess. Skipped where the nvidia-pytrito
 
 from __future__ import annotations
 
+import os
 import pathlib
 import textwrap
 
@@ -79,6 +80,29 @@ def model_configs() -> dict[str, str]:
             parameters { key: "libraries" value { string_value: "/nonexistent/libmylib.so" } }
         """,
     }
+
+
+def infer_through_shared_memory(module, client, model: str, x, alpha: float, beta: float):
+    """scale_shift of `x` with its input and output in one system shared memory region
+    (tritonclient's shared_memory utilities, the client's `module`): the output read back
+    from the region."""
+    import tritonclient.utils.shared_memory as shm
+
+    name, key = "myops_in_out", f"/myops_triton_{os.getpid()}_{id(client)}"
+    handle = shm.create_shared_memory_region(name, key, 2 * x.nbytes)
+    try:
+        shm.set_shared_memory_region(handle, [x])
+        client.register_system_shared_memory(name, key, 2 * x.nbytes)
+        inp = module.InferInput("x", [x.size], "FP32")
+        inp.set_shared_memory(name, x.nbytes)
+        out = module.InferRequestedOutput("output__0")
+        out.set_shared_memory(name, x.nbytes, offset=x.nbytes)
+        client.infer(model, [inp], outputs=[out], parameters={"alpha": alpha, "beta": beta})
+        got = shm.get_contents_as_numpy(handle, x.dtype, [x.size], offset=x.nbytes).copy()
+        client.unregister_system_shared_memory(name)
+        return got
+    finally:
+        shm.destroy_shared_memory_region(handle)
 
 
 def write_repository(root: pathlib.Path, configs: dict[str, str]) -> pathlib.Path:

@@ -14,6 +14,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from conftest import infer_through_shared_memory
 from myops_testing import BUILD
 
 torch.ops.load_library(str(BUILD / "python" / "myops" / "libmyops.so"))
@@ -183,26 +184,11 @@ def test_statistics_count_the_backends_executions(triton):
 
 
 def test_system_shared_memory_inputs_and_outputs(triton):
-    import tritonclient.utils.shared_memory as shm
-
     x = np.random.default_rng(6).standard_normal(4096).astype(np.float32)
     client = grpcclient.InferenceServerClient(triton.grpc_url)
-    key = f"/myops_triton_{triton.pid}"
-    handle = shm.create_shared_memory_region("myops_in_out", key, 2 * x.nbytes)
-    try:
-        shm.set_shared_memory_region(handle, [x])
-        client.register_system_shared_memory("myops_in_out", key, 2 * x.nbytes)
-        inp = grpcclient.InferInput("x", [x.size], "FP32")
-        inp.set_shared_memory("myops_in_out", x.nbytes)
-        out = grpcclient.InferRequestedOutput("output__0")
-        out.set_shared_memory("myops_in_out", x.nbytes, offset=x.nbytes)
-        client.infer("scale_shift", [inp], outputs=[out], parameters={"alpha": 3.0, "beta": 1.0})
-        got = shm.get_contents_as_numpy(handle, np.float32, [x.size], offset=x.nbytes)
-        np.testing.assert_array_equal(
-            got, torch.ops.myops.scale_shift(torch.from_numpy(x), 3.0, 1.0).numpy())
-        client.unregister_system_shared_memory("myops_in_out")
-    finally:
-        shm.destroy_shared_memory_region(handle)
+    got = infer_through_shared_memory(grpcclient, client, "scale_shift", x, 3.0, 1.0)
+    np.testing.assert_array_equal(
+        got, torch.ops.myops.scale_shift(torch.from_numpy(x), 3.0, 1.0).numpy())
 
 
 def test_dynamic_batching_is_correct_under_32_concurrent_clients(triton):

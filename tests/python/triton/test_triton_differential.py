@@ -17,6 +17,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
+from conftest import infer_through_shared_memory
 from myops_testing import ServerProcess
 
 
@@ -234,26 +235,9 @@ def test_statistics_count_inferences(triton, myops):
 
 
 def test_system_shared_memory_inputs_and_outputs(triton, myops):
-    import tritonclient.utils.shared_memory as shm
-
     x = np.random.default_rng(14).standard_normal(256).astype(np.float32)
-    answers = []
-    for module, client, model in both(triton, myops):
-        key = f"/myops_diff_{len(answers)}"
-        handle = shm.create_shared_memory_region("diff", key, 2 * x.nbytes)
-        try:
-            shm.set_shared_memory_region(handle, [x])
-            client.register_system_shared_memory("diff", key, 2 * x.nbytes)
-            inp = module.InferInput("x", [x.size], "FP32")
-            inp.set_shared_memory("diff", x.nbytes)
-            out = module.InferRequestedOutput("output__0")
-            out.set_shared_memory("diff", x.nbytes, offset=x.nbytes)
-            client.infer(model, [inp], outputs=[out], parameters={"alpha": 2.0, "beta": 0.5})
-            answers.append(shm.get_contents_as_numpy(handle, np.float32, [x.size],
-                                                     offset=x.nbytes).copy())
-            client.unregister_system_shared_memory("diff")
-        finally:
-            shm.destroy_shared_memory_region(handle)
+    answers = [infer_through_shared_memory(module, client, model, x, 2.0, 0.5)
+               for module, client, model in both(triton, myops)]
     for a in answers:
         np.testing.assert_array_equal(a, answers[0])
 
