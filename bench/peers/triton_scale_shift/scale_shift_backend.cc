@@ -37,8 +37,11 @@ TRITONSERVER_Error* Error(TRITONSERVER_Error_Code code, const std::string& messa
   } while (false)
 
 // The element loop, cloned per instruction set and chosen at load (ifunc): vfmadd on
-// AVX-512 or AVX2+FMA, the C library's fmaf elsewhere. One rounding either way.
-__attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default"))) void ScaleShift(
+// AVX-512 or AVX2+FMA, the C library's fmaf elsewhere. One rounding either way. The clones
+// are x86-64 levels, which the resolver tests by CPU feature; an `arch=<CPU>` clone is
+// chosen only on that CPU model (__builtin_cpu_is), so with arch=skylake-avx512 and
+// arch=haswell an AMD EPYC with AVX-512 ran the default clone, a call to fmaf per element.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void ScaleShift(
     const float* __restrict__ x, float* __restrict__ y, uint64_t n, float alpha, float beta) {
   for (uint64_t i = 0; i < n; ++i) y[i] = std::fma(alpha, x[i], beta);
 }
