@@ -5,6 +5,7 @@
 #include "instance.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -35,6 +36,21 @@ uint64_t NowNs() {
 constexpr server::TensorLimits kNoLimits{std::numeric_limits<int64_t>::max() / 16,
                                          std::numeric_limits<int64_t>::max() / 16, 64};
 
+// The protocol's datatype of a Triton datatype (the same names); null for those it does
+// not carry (BYTES, unsigned wider than 8 bits).
+const k::Datatype* DatatypeOf(TRITONSERVER_DataType datatype) {
+  static const auto* table = [] {
+    auto* t = new std::array<const k::Datatype*, TRITONSERVER_TYPE_BF16 + 1>{};
+    for (int d = 0; d <= TRITONSERVER_TYPE_BF16; ++d) {
+      (*t)[static_cast<size_t>(d)] =
+          k::FindDatatype(TRITONSERVER_DataTypeString(static_cast<TRITONSERVER_DataType>(d)));
+    }
+    return t;
+  }();
+  const auto d = static_cast<size_t>(datatype);
+  return d < table->size() ? (*table)[d] : nullptr;
+}
+
 // Input `index` of `request` as an input tensor: its one CPU buffer in place, or its
 // buffers gathered into `scratch`.
 absl::StatusOr<k::InputTensor> ReadInput(TRITONBACKEND_Request* request, uint32_t index,
@@ -57,14 +73,25 @@ absl::StatusOr<k::InputTensor> ReadInput(TRITONBACKEND_Request* request, uint32_
   }
   k::InputTensor in;
   in.name = name;
-  const std::string field = k::InputField(in.name, model);
-  auto type = k::ParseDatatype(TRITONSERVER_DataTypeString(datatype), field);
-  if (!type.ok()) return type.status();
-  in.type = *type;
+  // How messages name the input: made only for a message (requests that succeed make none).
+  auto field = [&] { return k::InputField(in.name, model); };
+  in.type = DatatypeOf(datatype);
+  if (in.type == nullptr) {
+    auto type = k::ParseDatatype(TRITONSERVER_DataTypeString(datatype), field());
+    return type.status();  // not a datatype this protocol carries: its message
+  }
   in.shape.assign(shape, shape + dims);
-  auto count = k::Elements(in.shape, in.type->size, field, kNoLimits);
-  if (!count.ok()) return count.status();
-  in.count = *count;
+  int64_t count = 1;
+  for (int64_t d : in.shape) {
+    // Triton checked the shape against the configuration; this keeps the product exact.
+    if (d < 0 || (d > 0 && count > kNoLimits.max_elements / d)) {
+      auto counted = k::Elements(in.shape, in.type->size, field(), kNoLimits);
+      return counted.ok() ? absl::InvalidArgumentError(field() + ": shape out of range")
+                          : counted.status();
+    }
+    count *= d;
+  }
+  in.count = count;
   in.stride = in.type->size;
   // One CPU buffer: read in place. Several (Triton's gather of a request split over
   // buffers): copied into one.
@@ -82,8 +109,8 @@ absl::StatusOr<k::InputTensor> ReadInput(TRITONBACKEND_Request* request, uint32_
       return s;
     }
     if (memory == TRITONSERVER_MEMORY_GPU) {
-      return absl::UnimplementedError(
-          absl::StrCat(field, " is in GPU memory: the myops backend reads inputs from CPU memory"));
+      return absl::UnimplementedError(absl::StrCat(
+          field(), " is in GPU memory: the myops backend reads inputs from CPU memory"));
     }
     if (buffers == 1) {
       data = buffer;
@@ -101,15 +128,17 @@ absl::StatusOr<k::InputTensor> ReadInput(TRITONBACKEND_Request* request, uint32_
   }
   if (offset != byte_size ||
       static_cast<uint64_t>(in.count) * static_cast<uint64_t>(in.type->size) != byte_size) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", byte_size, " bytes of ",
+    return absl::InvalidArgumentError(absl::StrCat(field(), ": ", byte_size, " bytes of ",
                                                    in.type->name, " data for shape ",
                                                    k::ShapeString(in.shape)));
   }
   in.data = data;
-  if (absl::Status s = k::CheckRawData(
-          in, absl::string_view(static_cast<const char*>(data), byte_size), field, "data");
-      !s.ok()) {
-    return s;
+  if (in.type->family == k::Family::kBool) {  // the only datatype CheckRawData checks bytes of
+    if (absl::Status s = k::CheckRawData(
+            in, absl::string_view(static_cast<const char*>(data), byte_size), field(), "data");
+        !s.ok()) {
+      return s;
+    }
   }
   return in;
 }
@@ -195,6 +224,7 @@ absl::Status ReadRequest(TRITONBACKEND_Request* request, const std::string& mode
   if (cancelled) return absl::CancelledError("the request was cancelled before it ran");
   uint32_t count = 0;
   if (auto s = TakeTritonError(TRITONBACKEND_RequestInputCount(request, &count)); !s.ok()) return s;
+  out->inputs.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     auto in = ReadInput(request, i, model, &out->scratch);
     if (!in.ok()) return in.status();
@@ -306,30 +336,41 @@ absl::Status Instance::RunOne(Pending& p) {
   call.op = model_.op();
   call.input_bytes = data.input_bytes;
   if (absl::Status s = server::BindArguments(op, *std::move(args), &call); !s.ok()) return s;
-  auto selected = k::SelectOutputs(op, data.requested);
-  if (!selected.ok()) return selected.status();
+  // Every output, in order (what Triton asks for when the client names none): the
+  // model's selection, made once.
+  std::vector<k::OutputRef> asked;
+  const std::vector<k::OutputRef>* selected = &model_.all_outputs();
+  if (data.requested != model_.output_names()) {
+    auto s = k::SelectOutputs(op, data.requested);
+    if (!s.ok()) return s.status();
+    asked = *std::move(s);
+    selected = &asked;
+  }
 
-  const std::vector<std::string> names = k::OutputNames(op);
   struct InPlace {
+    TRITONBACKEND_Response* response = nullptr;
+    const std::string* name = nullptr;  // result 0's output
     void* data = nullptr;
     int64_t bytes = 0;
     absl::Status status;
-  } in_place;
+  } in_place{p.response, &model_.output_names()[0]};
   bool result0_whole = false;
   for (const k::OutputRef& ref : *selected) result0_whole |= ref.result == 0 && ref.element < 0;
   if (result0_whole && !op.returns.empty() && op.returns[0].kind == ArgKind::kTensor) {
-    call.result_buffer.allocate = [&](const server::OpCall::OutputBuffer::Layout& layout,
+    // One pointer captured: the std::function holds it without allocating.
+    call.result_buffer.allocate = [ip = &in_place](
+                                      const server::OpCall::OutputBuffer::Layout& layout,
                                       int64_t bytes) -> void* {
       const k::Datatype* type = k::DatatypeOf(layout.dtype);
       if (type == nullptr) return nullptr;
-      auto buffer = NewOutput(p.response, names[0], type->name, layout.shape, bytes);
+      auto buffer = NewOutput(ip->response, *ip->name, type->name, layout.shape, bytes);
       if (!buffer.ok()) {
-        in_place.status = buffer.status();
+        ip->status = buffer.status();
         return nullptr;
       }
-      in_place.data = *buffer;
-      in_place.bytes = bytes;
-      return in_place.data;
+      ip->data = *buffer;
+      ip->bytes = bytes;
+      return ip->data;
     };
   }
 

@@ -82,6 +82,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(TRITONBACKEND_Model* triton
     return absl::InvalidArgumentError(absl::StrCat("model '", name, "': ", op.status().message()));
   }
   model->op_ = *op;
+  model->output_names_ = server::kserve::OutputNames(model->op_info());
+  auto all = server::kserve::SelectOutputs(model->op_info(), {});
+  if (!all.ok()) return all.status();
+  model->all_outputs_ = *std::move(all);
 
   bool auto_complete = false;
   if (absl::Status s =

@@ -6,8 +6,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "frontends/oip/args.h"
 #include "model_config.h"
 #include "runtime/op_registry.h"
 #include "triton_api.h"
@@ -26,11 +28,17 @@ class Model {
   const server::OpRegistry& registry() const { return *registry_; }
   int op() const { return op_; }
   const server::OpInfo& op_info() const { return registry_->ops()[static_cast<size_t>(op_)]; }
+  // The op's output names (kserve::OutputNames) and all of them selected, in order
+  // (kserve::SelectOutputs of none): made once, used per request.
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  const std::vector<server::kserve::OutputRef>& all_outputs() const { return all_outputs_; }
 
  private:
   ModelConfig config_;
   std::shared_ptr<const server::OpRegistry> registry_;
   int op_ = -1;
+  std::vector<std::string> output_names_;
+  std::vector<server::kserve::OutputRef> all_outputs_;
 };
 
 }  // namespace myops::triton
