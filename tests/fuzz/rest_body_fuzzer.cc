@@ -48,7 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Fail("compressed beyond its bound");
   }
   std::string round;
-  if (!k::Inflate(e, again, kLimit, [](int64_t) { return absl::OkStatus(); }, &round).ok() ||
+  if (!k::Inflate(
+           e, again, kLimit, [](int64_t) { return absl::OkStatus(); }, &round)
+           .ok() ||
       round != out) {
     Fail("compress then inflate changed the bytes");
   }

@@ -216,7 +216,11 @@ TEST(KServeCodec, ClassifyGivesTheTopClassesAsTritonDoes) {
   ASSERT_TRUE(Classify(2, &out).ok());
   EXPECT_EQ(std::string(out.datatype()), "BYTES");
   EXPECT_EQ(out.shape, std::vector<int64_t>{2});
-  EXPECT_EQ(out.bytes(), std::string("\x04\0\0\0" "40:2" "\x03\0\0\0" "7:0", 15));
+  EXPECT_EQ(out.bytes(), std::string("\x04\0\0\0"
+                                     "40:2"
+                                     "\x03\0\0\0"
+                                     "7:0",
+                                     15));
 
   const uint16_t half[] = {0, 1};
   OutputTensor h;
