@@ -1,6 +1,7 @@
 // Numerics, layouts, variants, autograd and Meta of myops::scale_shift, all through the
 // dispatcher path (myops/ops.h) that the server uses.
 #include <ATen/ATen.h>
+#include <ATen/Version.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -88,6 +89,29 @@ TEST_P(ScaleShiftDtype, NonContiguousInputs) {
     at::Tensor y = myops::scale_shift(x, -0.5, 3.0);
     EXPECT_TRUE(y.is_contiguous());
     expect_matches(y, x, -0.5, 3.0);
+  }
+}
+
+// Contiguous tensors take the flat loop, strided ones the TensorIterator loop: both
+// round every element the same way (one fused multiply-add where the CPU has one), at
+// every length of vector tail and above the parallel grain.
+TEST_P(ScaleShiftDtype, ContiguousAndStridedPathsAgreeExactly) {
+  if (at::get_cpu_capability() == "DEFAULT") {
+    GTEST_SKIP() << "the DEFAULT capability's vector multiply-add is not fused";
+  }
+  for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{64}, int64_t{257}, int64_t{70000}}) {
+    SCOPED_TRACE(n);
+    at::Tensor x = randn({n});
+    at::Tensor strided = at::empty({n, 2}, x.options()).select(1, 0).copy_(x);
+    ASSERT_EQ(strided.is_contiguous(), n == 1);  // one element is contiguous at any stride
+    const at::Tensor flat = myops::scale_shift(x, 1.7, -0.3);
+    EXPECT_TRUE(at::equal(flat, myops::scale_shift(strided, 1.7, -0.3)));
+    at::Tensor in_place = x.clone();
+    myops::scale_shift_(in_place, 1.7, -0.3);
+    EXPECT_TRUE(at::equal(flat, in_place));
+    at::Tensor out = at::empty({n}, x.options());
+    myops::scale_shift_out(x, 1.7, -0.3, out);
+    EXPECT_TRUE(at::equal(flat, out));
   }
 }
 

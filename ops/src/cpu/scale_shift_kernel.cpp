@@ -1,7 +1,11 @@
 // CPU kernels for myops::scale_shift, scale_shift_ and scale_shift.out.
 //
-// All three build a TensorIterator (any input strides; output contiguous unless a
-// strided `out` is given) and run the capability-specific vectorized loop.
+// All three run the capability-specific vectorized loop: over the flat elements when input
+// and output are contiguous tensors of one shape (no iterator to build: what small tensors
+// need), else over a TensorIterator (any input strides; output contiguous unless a
+// strided `out` is given).
+#include <ATen/MemoryOverlap.h>
+#include <ATen/Parallel.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/Version.h>
 #include <ATen/native/Resize.h>
@@ -14,17 +18,39 @@ namespace myops::cpu {
 namespace {
 
 // Picks the widest loop this CPU (and ATEN_CPU_CAPABILITY, when set) allows; once.
-ScaleShiftLoopFn select_loop() {
-  static const ScaleShiftLoopFn fn = [] {
+struct Loops {
+  ScaleShiftLoopFn iterator;
+  ScaleShiftContiguousFn contiguous;
+};
+
+// The loops compiled for the CPU's capability, chosen once.
+const Loops& loops() {
+  static const Loops chosen = [] {
     const std::string cap = at::get_cpu_capability();
-    if (cap == "AVX512") return &AVX512::scale_shift_loop;
-    if (cap == "AVX2") return &AVX2::scale_shift_loop;
-    return &DEFAULT::scale_shift_loop;
+    if (cap == "AVX512") return Loops{&AVX512::scale_shift_loop, &AVX512::scale_shift_contiguous};
+    if (cap == "AVX2") return Loops{&AVX2::scale_shift_loop, &AVX2::scale_shift_contiguous};
+    return Loops{&DEFAULT::scale_shift_loop, &DEFAULT::scale_shift_contiguous};
   }();
-  return fn;
+  return chosen;
 }
 
 void run(at::Tensor& out, const at::Tensor& x, double alpha, double beta) {
+  if (out.is_contiguous() && x.is_contiguous() && out.sizes().equals(x.sizes()) &&
+      out.scalar_type() == x.scalar_type()) {
+    // Contiguous and of one shape: the overlap checks TensorIterator would make, then one
+    // flat loop (split over threads for large tensors).
+    at::assert_no_internal_overlap(out);
+    at::assert_no_partial_overlap(out, x);
+    auto* to = static_cast<char*>(out.data_ptr());
+    const auto* from = static_cast<const char*>(x.const_data_ptr());
+    const int64_t item = static_cast<int64_t>(x.element_size());
+    const c10::ScalarType dtype = x.scalar_type();
+    const ScaleShiftContiguousFn fn = loops().contiguous;
+    at::parallel_for(0, x.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+      fn(to + begin * item, from + begin * item, end - begin, dtype, alpha, beta);
+    });
+    return;
+  }
   // Checks memory overlap (internal and partial) and broadcasting like ATen's unary ops.
   auto iter = at::TensorIteratorConfig()
                   .add_output(out)
@@ -33,7 +59,7 @@ void run(at::Tensor& out, const at::Tensor& x, double alpha, double beta) {
                   .resize_outputs(false)
                   .build();
   if (iter.numel() == 0) return;
-  select_loop()(iter, alpha, beta);
+  loops().iterator(iter, alpha, beta);
 }
 
 at::Tensor scale_shift_cpu(const at::Tensor& x, double alpha, double beta) {
