@@ -82,7 +82,10 @@ struct OpCall {
     int64_t bytes = 0;
     // Result 0's dtype and shape, when the front end knows them for certain (ScaleShift:
     // its input's): the result is then computed there whatever its size, without asking
-    // the op's Meta kernel first. Else the Meta kernel tells, for results of 64 KiB or more.
+    // the op's Meta kernel first. Else, for pointwise ops with one tensor argument, that
+    // argument's shape and the dtype the Meta kernel told once per argument dtype
+    // (runtime/torch/op_handles.h, ResultDtypes); else the Meta kernel tells, for results
+    // of 64 KiB or more.
     struct Layout {
       DType dtype = DType::kFloat32;
       std::vector<int64_t> shape;
@@ -92,9 +95,9 @@ struct OpCall {
     // (given in `layout`, else the Meta kernel's) and byte size, on the CPU, for an op with
     // an out= overload; asked at most once per run, on the running thread. It returns the
     // buffer (at least `bytes`, owned by the host until the call is done) or null to
-    // decline: the result then comes in memory of its own. Asked only when `layout` is
-    // given or the call's input is 64 KiB or more (else a copy costs less than the Meta
-    // dispatch).
+    // decline: the result then comes in memory of its own. Asked only when the layout is
+    // known as above, or the call's input is 64 KiB or more (else a copy costs less than
+    // the Meta dispatch).
     std::function<void*(const Layout& layout, int64_t bytes)> allocate;
   };
   OutputBuffer result_buffer;

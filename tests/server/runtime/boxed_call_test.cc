@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -18,7 +20,8 @@ namespace myops::server {
 namespace {
 
 std::shared_ptr<const OpRegistry> Registry() {
-  auto patterns = OpPatterns::Parse("myops::scale_shift,myops::scale_shift_,aten::add.Tensor");
+  auto patterns =
+      OpPatterns::Parse("myops::scale_shift,myops::scale_shift_,aten::add.Tensor,aten::sin");
   EXPECT_TRUE(patterns.ok()) << patterns.status();
   auto registry = OpRegistry::Build(*patterns);
   EXPECT_TRUE(registry.ok()) << registry.status();
@@ -107,13 +110,31 @@ TEST(RunBoxedIntoBufferTest, TooSmallABufferGetsAnOrdinaryResult) {
   ExpectOrdinaryResult(call, x, out);
 }
 
-TEST(RunBoxedIntoBufferTest, SmallResultsAreComputedTheOrdinaryWay) {
+// A small result whose layout only the Meta kernel could tell (two tensors: broadcasting,
+// promotion) is computed the ordinary way and copied; a pointwise op's with one tensor
+// argument goes into the buffer.
+TEST(RunBoxedIntoBufferTest, SmallResultsOfUnknownLayoutAreComputedTheOrdinaryWay) {
   auto registry = Registry();
-  const std::vector<float> x = {1, 2, 3, 4};
+  const std::vector<float> a = {1, 2, 3, 4};
   std::vector<float> out(4, -1.0f);
-  OpCall call = ScaleShiftCall(*registry, x, out.data(), 16);
+  OpCall add;
+  add.op = *registry->Find("aten::add.Tensor");
+  ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(add.op)],
+                            {{"", Tensor(a.data(), {4}, DType::kFloat32, 16)},
+                             {"", Tensor(a.data(), {4}, DType::kFloat32, 16)}},
+                            &add)
+                  .ok());
+  add.result_buffer = {out.data(), 16};
+  RunBoxed(Handle(*registry, "aten::add.Tensor"), add, c10::Device(c10::kCPU));
+  ASSERT_EQ(add.results.size(), 1u);
+  EXPECT_NE(add.results[0].tensor.data, out.data());
+  EXPECT_EQ(out, std::vector<float>(4, -1.0f));
+
+  OpCall call = ScaleShiftCall(*registry, a, out.data(), 16);
   RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
-  ExpectOrdinaryResult(call, x, out);
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(call.results[0].tensor.data, out.data());
+  EXPECT_EQ(out, (std::vector<float>{3, 5, 7, 9}));
 }
 
 // A buffer misaligned for the result's dtype (a region at an odd offset): kernels store
@@ -193,8 +214,9 @@ TEST(RunBoxedAllocateTest, TheHostMakesTheBufferForTheMetaLayout) {
   for (size_t i = 0; i < k64KiB; ++i) ASSERT_EQ(out[i], 2 * x[i] + 1) << i;
 }
 
-// Declining (null) gets an ordinary result; a small input is not worth the Meta dispatch,
-// so the host is not asked.
+// Declining (null) gets an ordinary result; a small input of an op whose layout its
+// arguments do not tell (two tensors: broadcasting, promotion) is not worth the Meta
+// dispatch, so the host is not asked.
 TEST(RunBoxedAllocateTest, DecliningOrSmallInputsGetAnOrdinaryResult) {
   auto registry = Registry();
   const std::vector<float> x = Iota(k64KiB);
@@ -210,13 +232,99 @@ TEST(RunBoxedAllocateTest, DecliningOrSmallInputsGetAnOrdinaryResult) {
   EXPECT_EQ(asked, 1);
   ExpectOrdinaryResult(call, x, untouched);
 
-  const std::vector<float> small = {1, 2, 3, 4};
-  OpCall small_call = ScaleShiftCall(*registry, small, nullptr, 0);
-  small_call.input_bytes = 16;
-  small_call.result_buffer.allocate = call.result_buffer.allocate;
-  RunBoxed(Handle(*registry, "myops::scale_shift"), small_call, c10::Device(c10::kCPU));
+  const std::vector<float> a = {1, 2, 3, 4};
+  const std::vector<float> b = {0.5f, 0.5f, 0.5f, 0.5f};
+  OpCall small;
+  small.op = *registry->Find("aten::add.Tensor");
+  ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(small.op)],
+                            {{"", Tensor(a.data(), {4}, DType::kFloat32, 16)},
+                             {"", Tensor(b.data(), {4}, DType::kFloat32, 16)}},
+                            &small)
+                  .ok());
+  small.input_bytes = 32;
+  small.result_buffer.allocate = call.result_buffer.allocate;
+  RunBoxed(Handle(*registry, "aten::add.Tensor"), small, c10::Device(c10::kCPU));
   EXPECT_EQ(asked, 1);
-  ExpectOrdinaryResult(small_call, small, untouched);
+  ASSERT_EQ(small.results.size(), 1u);
+  ASSERT_NE(small.results[0].tensor.owner, nullptr);
+  const auto* sum = static_cast<const float*>(small.results[0].tensor.data);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(sum[i], a[i] + 0.5f);
+}
+
+// Pointwise ops with one tensor argument: the result has its shape, so even a small one
+// is computed into the host's buffer (no Meta dispatch per call).
+TEST(RunBoxedAllocateTest, SmallPointwiseResultsGoIntoTheHostsBuffer) {
+  auto registry = Registry();
+  ASSERT_NE(Handle(*registry, "myops::scale_shift").result_dtypes, nullptr);
+  EXPECT_EQ(Handle(*registry, "myops::scale_shift").result_dtypes->tensor_arg(), 0u);
+  EXPECT_EQ(Handle(*registry, "aten::add.Tensor").result_dtypes, nullptr);     // two tensors
+  EXPECT_EQ(Handle(*registry, "myops::scale_shift_").result_dtypes, nullptr);  // no out=
+  const std::vector<float> x = {1, 2, 3, 4, 5};
+  std::vector<float> out(x.size(), -1.0f);
+  for (int round = 0; round < 2; ++round) {  // the first asks the Meta kernel, then known
+    OpCall call = ScaleShiftCall(*registry, x, nullptr, 0);
+    call.input_bytes = 20;
+    int asked = 0;
+    call.result_buffer.allocate = [&](const OpCall::OutputBuffer::Layout& layout, int64_t bytes) {
+      ++asked;
+      EXPECT_EQ(layout.dtype, DType::kFloat32);
+      EXPECT_EQ(layout.shape, std::vector<int64_t>{5});
+      EXPECT_EQ(bytes, 20);
+      return static_cast<void*>(out.data());
+    };
+    RunBoxed(Handle(*registry, "myops::scale_shift"), call, c10::Device(c10::kCPU));
+    EXPECT_EQ(asked, 1) << round;
+    ASSERT_EQ(call.results.size(), 1u);
+    EXPECT_EQ(call.results[0].tensor.data, out.data());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], 2 * x[i] + 1) << i;
+    std::fill(out.begin(), out.end(), -1.0f);
+  }
+}
+
+// The result's dtype is the Meta kernel's for the argument's dtype, told once per dtype:
+// aten::sin of int64 is float32, of float64 float64.
+TEST(RunBoxedAllocateTest, TheResultDtypeIsToldOncePerArgumentDtype) {
+  auto registry = Registry();
+  const OpHandle& sin = Handle(*registry, "aten::sin");
+  ASSERT_NE(sin.result_dtypes, nullptr);
+  EXPECT_EQ(sin.result_dtypes->Get(DType::kInt64), ResultDtypes::kUnknown);
+  const std::vector<int64_t> ints = {0, 1, 2};
+  const std::vector<double> doubles = {0.0, 0.5};
+  struct Case {
+    const void* data;
+    int64_t count;
+    DType dtype;
+    DType expected;
+  };
+  for (const Case& c : {Case{ints.data(), 3, DType::kInt64, DType::kFloat32},
+                        Case{ints.data(), 3, DType::kInt64, DType::kFloat32},
+                        Case{doubles.data(), 2, DType::kFloat64, DType::kFloat64}}) {
+    OpCall call;
+    call.op = *registry->Find("aten::sin");
+    ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(call.op)],
+                              {{"", Tensor(c.data, {c.count}, c.dtype, c.count * 8)}}, &call)
+                    .ok());
+    std::vector<double> out(static_cast<size_t>(c.count), -1.0);
+    std::optional<OpCall::OutputBuffer::Layout> told;
+    call.result_buffer.allocate = [&](const OpCall::OutputBuffer::Layout& layout, int64_t) {
+      told = layout;
+      return static_cast<void*>(out.data());
+    };
+    RunBoxed(sin, call, c10::Device(c10::kCPU));
+    ASSERT_TRUE(told.has_value());
+    EXPECT_EQ(told->dtype, c.expected);
+    EXPECT_EQ(told->shape, std::vector<int64_t>{c.count});
+    EXPECT_EQ(sin.result_dtypes->Get(c.dtype), static_cast<int8_t>(c.expected));
+    ASSERT_EQ(call.results.size(), 1u);
+    EXPECT_EQ(call.results[0].tensor.data, out.data());
+    EXPECT_EQ(call.results[0].tensor.dtype, c.expected);
+    if (c.expected == DType::kFloat32) {
+      const auto* y = reinterpret_cast<const float*>(out.data());
+      for (int64_t i = 0; i < c.count; ++i) EXPECT_FLOAT_EQ(y[i], std::sin(float(ints[i])));
+    } else {
+      for (int64_t i = 0; i < c.count; ++i) EXPECT_DOUBLE_EQ(out[i], std::sin(doubles[i]));
+    }
+  }
 }
 
 // Pointwise ops (at::Tag::pointwise) are listed so: hosts may batch them along dimension 0.

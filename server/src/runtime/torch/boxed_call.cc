@@ -187,14 +187,46 @@ std::optional<OpCall::OutputBuffer::Layout> MetaLayout(const OpHandle& op, const
   return OpCall::OutputBuffer::Layout{*dtype, meta->sizes().vec()};
 }
 
-// Computes result 0 of `call` into call.result_buffer through `op.out`; false (nothing
-// run) when its layout (the buffer's, else the Meta kernel's) is unknown or it does not
-// fit.
-bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
+// Below this a result is cheaper to copy into the buffer than to compute there when the
+// Meta kernel must be asked for its layout first (that costs a dispatch).
+constexpr int64_t kMinInPlaceBytes = 64 << 10;
+
+// Result 0's layout for `call`, when it is worth computing the result into a buffer: the
+// buffer's own; else, for ops whose tensor argument decides it (ResultDtypes), that
+// argument's shape and the dtype the Meta kernel told once for its dtype; else, for
+// results of 64 KiB or more, the Meta kernel's. nullopt when unknown or not worth a Meta
+// dispatch.
+std::optional<OpCall::OutputBuffer::Layout> ResultLayout(const OpHandle& op, const OpCall& call) {
   const OpCall::OutputBuffer& buffer = call.result_buffer;
-  std::optional<OpCall::OutputBuffer::Layout> meta;
-  if (!buffer.layout.has_value() && !(meta = MetaLayout(op, call)).has_value()) return false;
-  const OpCall::OutputBuffer::Layout& layout = buffer.layout.has_value() ? *buffer.layout : *meta;
+  if (buffer.layout.has_value()) return buffer.layout;
+  if (op.result_dtypes != nullptr) {
+    const size_t index = op.result_dtypes->tensor_arg();
+    const Value* arg =
+        index < call.args.size() && call.args[index].has_value() ? &*call.args[index] : nullptr;
+    if (arg != nullptr && arg->kind == Value::Kind::kTensor) {
+      const TensorView& t = arg->tensor;
+      const int8_t known = op.result_dtypes->Get(t.dtype);
+      if (known >= 0) return OpCall::OutputBuffer::Layout{static_cast<DType>(known), t.shape};
+      if (known == ResultDtypes::kUnknown) {
+        std::optional<OpCall::OutputBuffer::Layout> meta = MetaLayout(op, call);
+        if (!meta.has_value()) return std::nullopt;  // this call's own arguments may be why
+        const bool follows = meta->shape == t.shape;
+        op.result_dtypes->Set(t.dtype,
+                              follows ? static_cast<int8_t>(meta->dtype) : ResultDtypes::kNoLayout);
+        return meta;
+      }
+    }
+  }
+  const int64_t size = buffer.data != nullptr ? buffer.bytes : call.input_bytes;
+  if (size < kMinInPlaceBytes) return std::nullopt;
+  return MetaLayout(op, call);
+}
+
+// Computes result 0 of `call`, of `layout`, into call.result_buffer (its memory, or the
+// host's from its allocate) through `op.out`; false (nothing run) when it does not fit or
+// the host declines.
+bool RunIntoBuffer(const OpHandle& op, const OpCall::OutputBuffer::Layout& layout, OpCall& call) {
+  const OpCall::OutputBuffer& buffer = call.result_buffer;
   void* data = buffer.data;
   int64_t capacity = buffer.bytes;
   if (data == nullptr) {
@@ -232,17 +264,13 @@ bool RunIntoBuffer(const OpHandle& op, OpCall& call) {
 
 }  // namespace
 
-// Below this a result is cheaper to copy into the buffer than to compute there when the
-// Meta kernel must be asked for its layout first (that costs a dispatch).
-constexpr int64_t kMinInPlaceBytes = 64 << 10;
-
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
   const OpCall::OutputBuffer& buffer = call.result_buffer;
-  const bool worth_it = buffer.data != nullptr
-                            ? buffer.layout.has_value() || buffer.bytes >= kMinInPlaceBytes
-                            : buffer.allocate != nullptr && (buffer.layout.has_value() ||
-                                                             call.input_bytes >= kMinInPlaceBytes);
-  if (device.is_cpu() && op.out.has_value() && worth_it && RunIntoBuffer(op, call)) return;
+  if (device.is_cpu() && op.out.has_value() &&
+      (buffer.data != nullptr || buffer.allocate != nullptr)) {
+    const std::optional<OpCall::OutputBuffer::Layout> layout = ResultLayout(op, call);
+    if (layout.has_value() && RunIntoBuffer(op, *layout, call)) return;
+  }
   torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
   op.op.callBoxed(stack);
   call.results.clear();

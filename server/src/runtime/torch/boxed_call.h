@@ -16,7 +16,8 @@ namespace myops::server {
 // tensors on another device are copied back to the CPU (synchronously, on the current
 // stream). On the CPU, with call.result_buffer set and an out= overload (op.out), result 0
 // is computed straight into the buffer when it fits: its shape and dtype are the buffer's
-// layout, or (results of 64 KiB or more) told first by the op's Meta kernel. Throws what the
+// layout, or follow from the op's one tensor argument (pointwise ops; ResultDtypes), or
+// (results of 64 KiB or more) are told first by the op's Meta kernel. Throws what the
 // operator throws (mapped by the executor), and c10::NotImplementedError for a result the wire
 // cannot carry (e.g. a complex dtype).
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device);

@@ -145,7 +145,51 @@ std::optional<c10::OperatorHandle> FindOutOverload(c10::Dispatcher& dispatcher,
   return std::nullopt;
 }
 
+// The index of `op`'s one Tensor argument when it decides the result's layout
+// (op_handles.h's ResultDtypes): a pointwise op whose other arguments are ints, floats,
+// bools or strings (optional or not). nullopt otherwise.
+std::optional<size_t> LayoutArgument(const c10::OperatorHandle& op) {
+  if (!op.hasTag(at::Tag::pointwise)) return std::nullopt;
+  std::optional<size_t> tensor;
+  const std::vector<c10::Argument>& args = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::Type* type = args[i].type().get();
+    if (type->kind() == c10::TypeKind::TensorType) {
+      if (tensor.has_value()) return std::nullopt;
+      tensor = i;
+      continue;
+    }
+    if (type->kind() == c10::TypeKind::OptionalType) {
+      type = type->castRaw<c10::OptionalType>()->getElementType().get();
+    }
+    switch (type->kind()) {
+      case c10::TypeKind::IntType:
+      case c10::TypeKind::FloatType:
+      case c10::TypeKind::BoolType:
+      case c10::TypeKind::StringType:
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  return tensor;
+}
+
 }  // namespace
+
+ResultDtypes::ResultDtypes(size_t tensor_arg) : tensor_arg_(tensor_arg) {
+  for (std::atomic<int8_t>& e : by_input_) e.store(kUnknown, std::memory_order_relaxed);
+}
+
+int8_t ResultDtypes::Get(DType input) const {
+  const auto i = static_cast<size_t>(input);
+  return i < by_input_.size() ? by_input_[i].load(std::memory_order_relaxed) : kNoLayout;
+}
+
+void ResultDtypes::Set(DType input, int8_t result) {
+  const auto i = static_cast<size_t>(input);
+  if (i < by_input_.size()) by_input_[i].store(result, std::memory_order_relaxed);
+}
 
 struct OpRegistryBuilder {
   static std::shared_ptr<const OpRegistry> Make(std::vector<OpInfo> ops,
@@ -205,7 +249,13 @@ absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatt
   std::vector<OpHandle> handles;
   for (Entry& e : entries) {
     ops.push_back(std::move(e.info));
-    handles.push_back({e.handle, FindOutOverload(dispatcher, e.handle)});
+    OpHandle handle{e.handle, FindOutOverload(dispatcher, e.handle), nullptr};
+    if (handle.out.has_value()) {
+      if (std::optional<size_t> arg = LayoutArgument(e.handle)) {
+        handle.result_dtypes = std::make_shared<ResultDtypes>(*arg);
+      }
+    }
+    handles.push_back(std::move(handle));
   }
   return OpRegistryBuilder::Make(std::move(ops), std::move(handles));
 }

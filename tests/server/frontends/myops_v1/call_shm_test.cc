@@ -1,7 +1,7 @@
 // myops.v1's shared memory references in generic calls, on the real server in-process:
 // argument tensors read from registered regions (float in place, integers copied),
-// results written to regions (in place through scale_shift.out from 64 KiB, copied
-// below) and answered as references without data, and the errors.
+// results written to regions (in place through scale_shift.out, whose layout follows from
+// its input) and answered as references without data, and the errors.
 #include <gtest/gtest.h>
 
 #include <cstring>

@@ -65,7 +65,8 @@ class KServeShmTest : public ::testing::Test {
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
 };
 
-// In place (64 KiB and up: scale_shift.out into the region) and by copy (below).
+// Small and large results alike computed into the region (scale_shift.out: its layout
+// follows from its input).
 TEST_F(KServeShmTest, InputsAndOutputsInRegionsBothSizes) {
   for (int64_t n : {int64_t{16}, int64_t{1} << 16}) {
     SCOPED_TRACE(n);
