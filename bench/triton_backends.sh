@@ -3,7 +3,9 @@
 # two lines: the backend and the op) against the hand-written scaleshift backend
 # (bench/peers/triton_scale_shift), both in the same tritonserver binary: two Tritons up
 # at once, the same client (myops-loadtest --protocol kserve) sending byte-identical
-# requests to each, interleaved rounds. It is bench/vs_triton.sh with --sides
+# requests to each, the two taking turns in half-second slices (--duration 4 --slices 8:
+# a 10% difference is otherwise lost in this machine's drift; two runs of the same peer
+# measure 1.00 (0.96..1.07) so). It is bench/vs_triton.sh with --sides
 # myops-backend=triton:myops,peer=triton:scaleshift: per size and concurrency the median
 # over rounds, with its range, of the per-round ratios myops-backend/peer of throughput and
 # of server CPU per request, and each backend's p50, p99 and CPU per request. Issue 26's
@@ -13,11 +15,11 @@
 # first; a given folder must be empty).
 #
 #   bench/triton_backends.sh [--rounds 5] [--sizes 1KiB,64KiB,1MiB] [--concurrency 1,8]
-#                            [any other bench/vs_triton.sh flag]
+#                            [--duration 4] [--slices 8] [any other bench/vs_triton.sh flag]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 defaults=(--sides "myops-backend=triton:myops,peer=triton:scaleshift" --rounds 5
-          --sizes "1KiB,64KiB,1MiB" --cpu-gate 1KiB:1.10)
+          --sizes "1KiB,64KiB,1MiB" --duration 4 --slices 8 --cpu-gate 1KiB:1.10)
 if [[ " $* " != *" --out "* ]]; then
   rm -rf "$here/results/triton_backends"
   defaults+=(--out "$here/results/triton_backends")

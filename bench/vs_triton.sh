@@ -15,11 +15,16 @@
 # the medians over rounds with their ranges: throughput and CPU per request of the first
 # side over the second's (per-round ratios), p50 and p99 of each, CPU per request of
 # each; with --cpu-gate SIZE:MAX, whether the median CPU ratio at SIZE is at most MAX.
-# Writes the loadtest JSONs to --out (default bench/results/vs_triton/, emptied first; a
-# given folder must be empty).
+# With --slices N, each measured run is N slices of --duration/N seconds (or --requests/N
+# requests), the two servers taking turns slice by slice (A B B A A B ...), so that the
+# machine's drift over a run (other tenants, clock) falls on both alike: a side's CPU per
+# request is then its CPU over all its slices divided by all the requests they answered,
+# its p50 and p99 the medians of its slices'. Writes the loadtest JSONs to --out (default
+# bench/results/vs_triton/, emptied first; a given folder must be empty).
 #
 #   bench/vs_triton.sh [--rounds 3] [--sizes 1KiB,64KiB,256KiB,1MiB,16MiB,64MiB]
-#                      [--concurrency 1,8] [--duration 3] [--warmup 1] [--requests N]
+#                      [--concurrency 1,8] [--duration 3] [--slices 1] [--warmup 1]
+#                      [--requests N]
 #                      [--triton-backend scaleshift|myops|DIR] [--triton-models DIR]
 #                      [--triton-preload LIB] [--sides LABEL=SERVER,LABEL=SERVER]
 #                      [--cpu-gate SIZE:MAX] [--myops-build DIR] [--out DIR]
@@ -37,7 +42,7 @@
 # and --triton-models) or `triton:BACKEND` (Triton with BACKEND, as --triton-backend takes
 # it, and a generated repository); the ratios are the first side over the second.
 set -euo pipefail
-rounds=3 sizes=1KiB,64KiB,256KiB,1MiB,16MiB,64MiB concurrency=1,8 duration=3 warmup=1
+rounds=3 sizes=1KiB,64KiB,256KiB,1MiB,16MiB,64MiB concurrency=1,8 duration=3 warmup=1 slices=1
 requests="" triton_backend=scaleshift triton_models="" triton_preload="" build="" out=""
 sides=myops=server,Triton=triton cpu_gate="" extra=()
 while [[ $# -gt 0 ]]; do
@@ -46,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --sizes) sizes="$2"; shift 2 ;;
     --concurrency) concurrency="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
+    --slices) slices="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
     --triton-backend) triton_backend="$2"; shift 2 ;;
@@ -80,6 +86,10 @@ for spec in "${specs[@]}"; do
 done
 if [ "${#label[@]}" != 2 ] || [ "${label[0]}" = "${label[1]}" ]; then
   echo "--sides $sides: expected two sides with different labels" >&2
+  exit 2
+fi
+if [[ ! "$slices" =~ ^[1-9][0-9]*$ ]]; then
+  echo "--slices $slices: expected a whole number of slices, at least 1" >&2
   exit 2
 fi
 if [ -n "$cpu_gate" ] && [[ ! "$cpu_gate" =~ ^[^:,]+:[0-9]+(\.[0-9]+)?$ ]]; then
@@ -169,10 +179,11 @@ describe() {  # describe I: side I in words
   fi
 }
 
-measure=(--duration "$duration")
-[ -n "$requests" ] && measure=(--requests "$requests")
+# One slice of a measured run: --duration/--slices seconds, or --requests/--slices requests.
+measure=(--duration "$(awk -v d="$duration" -v n="$slices" 'BEGIN { print d / n }')")
+[ -n "$requests" ] && measure=(--requests "$(((requests + slices - 1) / slices))")
 echo "$(describe 0); $(describe 1); $(nproc) cores; myops-loadtest --protocol kserve," \
-  "${measure[*]} per run after ${warmup} s of warm-up" >&2
+  "${measure[*]} per slice, $slices slice(s) per run, after ${warmup} s of warm-up" >&2
 for round in $(seq "$rounds"); do
   start_side 0 "$round"
   start_side 1 "$round"
@@ -180,16 +191,22 @@ for round in $(seq "$rounds"); do
   ((round % 2 == 0)) && order=(1 0)
   for size in ${sizes//,/ }; do
     for conc in ${concurrency//,/ }; do
-      for i in "${order[@]}"; do
-        run=("$LOADTEST" --protocol kserve --target "${addr[i]}" --sizes "$size"
-             --concurrency "$conc" --quiet "${extra[@]}")
-        if [ "$warmup" != 0 ]; then
-          "${run[@]}" --warmup 0 --duration "$warmup" >/dev/null
-        fi
-        before="$(cpu_seconds "${pid[i]}")"
-        "${run[@]}" --warmup 0 "${measure[@]}" \
-          --json "$out/$round.$size.$conc.${label[i]}.json" >/dev/null
-        echo "$before $(cpu_seconds "${pid[i]}")" >"$out/$round.$size.$conc.${label[i]}.cpu"
+      run=(--protocol kserve --sizes "$size" --concurrency "$conc" --quiet "${extra[@]}")
+      if [ "$warmup" != 0 ]; then
+        for i in "${order[@]}"; do
+          "$LOADTEST" --target "${addr[i]}" "${run[@]}" --warmup 0 --duration "$warmup" >/dev/null
+        done
+      fi
+      for slice in $(seq "$slices"); do
+        turn=("${order[@]}")
+        ((slice % 2 == 0)) && turn=("${order[1]}" "${order[0]}")
+        for i in "${turn[@]}"; do
+          name="$out/$round.$size.$conc.${label[i]}.$slice"
+          before="$(cpu_seconds "${pid[i]}")"
+          "$LOADTEST" --target "${addr[i]}" "${run[@]}" --warmup 0 "${measure[@]}" \
+            --json "$name.json" >/dev/null
+          echo "$before $(cpu_seconds "${pid[i]}")" >"$name.cpu"
+        done
       done
     done
   done
@@ -198,21 +215,33 @@ for round in $(seq "$rounds"); do
 done
 
 "$MYOPS_VENV/bin/python" - "$out" "$rounds" "$sizes" "$concurrency" "${label[0]}" "${label[1]}" \
-  "$cpu_gate" <<'PY'
+  "$cpu_gate" "$slices" <<'PY'
 import json, math, statistics, sys
 out, rounds, sizes, concs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split(",")
 A, B = SIDES = sys.argv[5], sys.argv[6]
 gate = sys.argv[7]
+slices = int(sys.argv[8])
 RATIO = f"{A}/{B}"
 
 
 def point(r, size, conc, side):
-    row = json.load(open(f"{out}/{r}.{size}.{conc}.{side}.json"))["points"][0]
-    before, after = map(float, open(f"{out}/{r}.{size}.{conc}.{side}.cpu").read().split())
-    answered = row["requests_ok"] + row["errors"]
-    return {"rps": row["throughput_rps"], "p50": row["latency_us"]["p50"],
-            "p99": row["latency_us"]["p99"],
-            "cpu": 1e6 * (after - before) / answered if answered else math.nan}
+    """A side's figures in round r over its slices: requests/s over the time they took,
+    CPU over all the requests answered, the median slice's p50 and p99."""
+    answered = cpu = seconds = 0.0
+    p50s, p99s = [], []
+    for k in range(1, slices + 1):
+        name = f"{out}/{r}.{size}.{conc}.{side}.{k}"
+        row = json.load(open(f"{name}.json"))["points"][0]
+        before, after = map(float, open(f"{name}.cpu").read().split())
+        n = row["requests_ok"] + row["errors"]
+        answered += n
+        cpu += after - before
+        seconds += n / row["throughput_rps"] if row["throughput_rps"] else 0.0
+        p50s.append(row["latency_us"]["p50"])
+        p99s.append(row["latency_us"]["p99"])
+    return {"rps": answered / seconds if seconds else math.nan,
+            "p50": statistics.median(p50s), "p99": statistics.median(p99s),
+            "cpu": 1e6 * cpu / answered if answered else math.nan}
 
 
 def ratio(a, b):

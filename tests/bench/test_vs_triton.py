@@ -1,11 +1,13 @@
 """bench/vs_triton.sh, myops-server against the real Triton server with the hand-written
 scaleshift backend: it runs end to end (one round, 1 KiB, a few requests) and prints each
-round's figures and the median table with sane numbers; malformed --sides and a backend
-folder without a backend are refused. Skipped where tritonserver (nvidia-pytriton) is not
+round's figures and the median table with sane numbers; with --slices the two servers take
+turns slice by slice and each side's figures add up over its slices; malformed --sides,
+--slices and a backend folder without a backend are refused. Skipped where tritonserver (nvidia-pytriton) is not
 installed. bench/triton_backends.sh (the myops backend against the peer) has its own test."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 
@@ -60,3 +62,38 @@ def test_a_folder_without_a_backend_is_refused(tmp_path):
                  "--requests", "10", "--warmup", "0", "--triton-backend", str(tmp_path))
     assert result.returncode == 2
     assert "must hold one libtriton_<name>.so" in result.stderr
+
+
+def test_slices_take_turns_and_add_up(tmp_path):
+    """--slices 3: each side measured in three slices, in the turns A B | B A | A B, and the
+    round's CPU per request is the CPU of all three over all the requests they answered."""
+    if not (BUILD / "bench" / "peers" / "triton_scale_shift" / "libtriton_scaleshift.so").exists():
+        pytest.fail("the scaleshift backend is not built (myops_build --target triton_scaleshift)")
+    result = run(tmp_path, "--rounds", "1", "--sizes", "1KiB", "--concurrency", "1",
+                 "--requests", "150", "--warmup", "0", "--slices", "3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = tmp_path / "out"
+    cpu_files = sorted(out.glob("1.1KiB.1.*.cpu"), key=lambda p: p.stat().st_mtime_ns)
+    turns = [p.name.split(".")[3:5] for p in cpu_files]
+    assert turns == [["myops", "1"], ["Triton", "1"], ["Triton", "2"], ["myops", "2"],
+                     ["myops", "3"], ["Triton", "3"]], turns
+    side = rf"({NUMBER}+) req/s, p50 ({NUMBER}+) us, p99 ({NUMBER}+) us, CPU ({NUMBER}+) us/req"
+    found = re.search(rf"^1KiB conc 1 round 1: myops {side}; Triton {side};", result.stdout, re.M)
+    assert found, result.stdout
+    for label, printed in (("myops", float(found.group(4))), ("Triton", float(found.group(8)))):
+        answered = cpu = 0.0
+        for k in (1, 2, 3):
+            row = json.loads((out / f"1.1KiB.1.{label}.{k}.json").read_text())["points"][0]
+            assert row["requests_ok"] >= 50, row  # 150 requests over 3 slices, at least
+            answered += row["requests_ok"] + row["errors"]
+            before, after = map(float, (out / f"1.1KiB.1.{label}.{k}.cpu").read_text().split())
+            cpu += after - before
+        assert printed == pytest.approx(1e6 * cpu / answered, abs=0.06), (label, result.stdout)
+
+
+def test_slices_must_be_a_whole_number(tmp_path):
+    for slices in ("0", "-1", "2.5", "x"):
+        result = run(tmp_path, "--rounds", "1", "--sizes", "1KiB", "--requests", "10",
+                     "--slices", slices)
+        assert result.returncode == 2, slices
+        assert f"--slices {slices}: expected a whole number" in result.stderr, result.stderr

@@ -234,6 +234,7 @@ absl::Status ReadRequest(TRITONBACKEND_Request* request, const std::string& mode
   if (auto s = TakeTritonError(TRITONBACKEND_RequestParameterCount(request, &count)); !s.ok()) {
     return s;
   }
+  out->parameters.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     auto p = ReadParameter(request, i);
     if (!p.ok()) return p.status();
@@ -242,6 +243,7 @@ absl::Status ReadRequest(TRITONBACKEND_Request* request, const std::string& mode
   if (auto s = TakeTritonError(TRITONBACKEND_RequestOutputCount(request, &count)); !s.ok()) {
     return s;
   }
+  out->requested.reserve(count);
   for (uint32_t i = 0; i < count; ++i) {
     const char* name = nullptr;
     if (auto s = TakeTritonError(TRITONBACKEND_RequestOutputName(request, i, &name)); !s.ok()) {
@@ -505,7 +507,7 @@ void Instance::Execute(TRITONBACKEND_Request** requests, uint32_t count) {
   }
   // The one place where this boundary stops exceptions (allocation failures): each
   // request still gets its own answer.
-  auto guarded = [](const std::function<absl::Status()>& body) {
+  auto guarded = [](auto&& body) -> absl::Status {
     try {
       return body();
     } catch (const std::bad_alloc&) {

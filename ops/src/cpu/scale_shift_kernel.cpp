@@ -46,7 +46,12 @@ void run(at::Tensor& out, const at::Tensor& x, double alpha, double beta) {
     const int64_t item = static_cast<int64_t>(x.element_size());
     const c10::ScalarType dtype = x.scalar_type();
     const ScaleShiftContiguousFn fn = loops().contiguous;
-    at::parallel_for(0, x.numel(), at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
+    const int64_t n = x.numel();
+    if (n <= at::internal::GRAIN_SIZE) {  // one thread's share: no pool to ask
+      fn(to, from, n, dtype, alpha, beta);
+      return;
+    }
+    at::parallel_for(0, n, at::internal::GRAIN_SIZE, [&](int64_t begin, int64_t end) {
       fn(to + begin * item, from + begin * item, end - begin, dtype, alpha, beta);
     });
     return;
