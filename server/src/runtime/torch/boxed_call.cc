@@ -225,7 +225,7 @@ std::optional<OpCall::OutputBuffer::Layout> ResultLayout(const OpHandle& op, con
 // Computes result 0 of `call`, of `layout`, into call.result_buffer (its memory, or the
 // host's from its allocate) through `op.out`; false (nothing run) when it does not fit or
 // the host declines.
-bool RunIntoBuffer(const OpHandle& op, const OpCall::OutputBuffer::Layout& layout, OpCall& call) {
+bool RunIntoBuffer(const OpHandle& op, OpCall::OutputBuffer::Layout layout, OpCall& call) {
   const OpCall::OutputBuffer& buffer = call.result_buffer;
   void* data = buffer.data;
   int64_t capacity = buffer.bytes;
@@ -254,7 +254,7 @@ bool RunIntoBuffer(const OpHandle& op, const OpCall::OutputBuffer::Layout& layou
   Value value;
   value.kind = Value::Kind::kTensor;
   value.tensor.dtype = layout.dtype;
-  value.tensor.shape = layout.shape;
+  value.tensor.shape = std::move(layout.shape);
   value.tensor.data = data;
   value.tensor.bytes = static_cast<int64_t>(result.nbytes());
   // No owner: the front end owns the buffer.
@@ -268,8 +268,8 @@ void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
   const OpCall::OutputBuffer& buffer = call.result_buffer;
   if (device.is_cpu() && op.out.has_value() &&
       (buffer.data != nullptr || buffer.allocate != nullptr)) {
-    const std::optional<OpCall::OutputBuffer::Layout> layout = ResultLayout(op, call);
-    if (layout.has_value() && RunIntoBuffer(op, *layout, call)) return;
+    std::optional<OpCall::OutputBuffer::Layout> layout = ResultLayout(op, call);
+    if (layout.has_value() && RunIntoBuffer(op, *std::move(layout), call)) return;
   }
   torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
   op.op.callBoxed(stack);
