@@ -82,6 +82,11 @@ void AddLimitFlags(CLI::App& app, ServiceLimits* l) {
                      "RPCs at once on one client connection (HTTP/2 streams)")
           ->check(CLI::Range(int64_t{1}, int64_t{2147483647})),
       "MYOPS_MAX_CONCURRENT_STREAMS");
+  env(app.add_option("--stall-timeout-ms", l->stall_timeout_ms,
+                     "A stream holding memory for its client (an unfinished chunked request, "
+                     "a response not taken) with no progress for this long is ended")
+          ->check(CLI::Range(int64_t{1}, int64_t{86400000})),
+      "MYOPS_STALL_TIMEOUT_MS");
 }
 
 // Durations in seconds, as the flags take them.

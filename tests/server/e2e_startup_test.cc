@@ -55,11 +55,12 @@ TEST(StartupTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
                            "max-message-bytes", "max-elements",
                            "max-inflight",      "max-inflight-bytes",
                            "max-streams",       "max-concurrent-streams",
-                           "drain-delay",       "grace-period",
-                           "log-level",         "tls-cert",
-                           "tls-key",           "tls-client-ca",
-                           "auth-token-file",   "reflection",
-                           "health-address",    "metrics-address"}) {
+                           "stall-timeout-ms",  "drain-delay",
+                           "grace-period",      "log-level",
+                           "tls-cert",          "tls-key",
+                           "tls-client-ca",     "auth-token-file",
+                           "reflection",        "health-address",
+                           "metrics-address"}) {
     std::string env = std::string("MYOPS_") + flag;
     for (char& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     EXPECT_NE(out.find(std::string("--") + flag + " "), std::string::npos) << flag << "\n" << out;
@@ -74,6 +75,9 @@ TEST(StartupTest, BadFlagsAndValuesAreNamed) {
   // CLI11's exit codes: 105 a value failing its check, 109 an unknown argument.
   EXPECT_EQ(RunServer({"--max-inflight", "-3"}, &out), 105) << out;
   EXPECT_NE(out.find("--max-inflight: Value -3"), std::string::npos) << out;
+  EXPECT_EQ(RunServer({"--stall-timeout-ms", "0"}, &out), 105) << out;
+  EXPECT_NE(out.find("--stall-timeout-ms: Value 0 not in range 1 to 86400000"), std::string::npos)
+      << out;
   EXPECT_EQ(RunServer({"--no-such-flag"}, &out), 109) << out;
   EXPECT_NE(out.find("--no-such-flag"), std::string::npos) << out;
   EXPECT_EQ(RunServer({"--log-level", "loud"}, &out), 105) << out;

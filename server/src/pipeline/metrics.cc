@@ -27,8 +27,9 @@ constexpr const char* kOperatorCalls = "myops_operator_calls_total";
 constexpr const char* kDuration = "myops_request_duration_seconds";
 constexpr const char* kStageSeconds = "myops_stage_seconds_total";
 constexpr const char* kTensorBytes = "myops_tensor_bytes_total";
-constexpr const char* kFamilies[] = {kRequests, kOperatorCalls, kDuration, kStageSeconds,
-                                     kTensorBytes};
+constexpr const char* kStreamsStalled = "myops_streams_stalled_total";
+constexpr const char* kFamilies[] = {kRequests,     kOperatorCalls, kDuration,
+                                     kStageSeconds, kTensorBytes,   kStreamsStalled};
 constexpr const char* kStageNames[] = {"decode", "queue", "compute", "encode"};
 constexpr const char* kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
@@ -128,7 +129,16 @@ Metrics::Metrics(int operators)
                            "Input tensor bytes of successful requests (ScaleShift: the output is "
                            "the same size; Call: all argument tensors).")
                        .Register(*registry_);
+  streams_stalled_ = &prometheus::BuildCounter()
+                          .Name(kStreamsStalled)
+                          .Help(
+                              "Streams ended because they held memory for a client that made "
+                              "no progress for --stall-timeout-ms.")
+                          .Register(*registry_)
+                          .Add({});
 }
+
+void Metrics::StreamStalled() { streams_stalled_->Increment(); }
 
 Metrics::~Metrics() = default;
 

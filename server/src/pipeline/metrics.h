@@ -64,6 +64,9 @@ class Metrics {
   // never a client's string). Lock-free once the (op, code) series exists.
   void RecordOperator(int op, const std::string& name, const absl::Status& status);
 
+  // One stream ended for a stall (frontends/grpc/stream_reactor.h); thread-safe.
+  void StreamStalled();
+
   // Adds a gauge without labels whose value is `read()` at each scrape, e.g.
   // AddGauge("myops_memory_held_bytes", "Bytes held for requests.", [&budget] { ... }).
   // `read` runs on the endpoint's scrape threads, possibly several at once, for as long
@@ -95,6 +98,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* duration_ = nullptr;
   prometheus::Family<prometheus::Counter>* stage_seconds_ = nullptr;
   prometheus::Family<prometheus::Counter>* tensor_bytes_ = nullptr;
+  prometheus::Counter* streams_stalled_ = nullptr;
   absl::Mutex rpcs_mu_;
   std::vector<std::unique_ptr<Rpc>> rpcs_ ABSL_GUARDED_BY(rpcs_mu_);  // never shrinks
   // op_calls_' children per op and code, null until first recorded.

@@ -38,6 +38,10 @@ struct ServiceLimits {
   // ModelStreamInfer); more: RESOURCE_EXHAUSTED.
   int64_t max_streams = 1024;
   int64_t max_concurrent_streams = 256;  // HTTP/2 streams (RPCs) per connection, gRPC's limit
+  // How long a stream may hold memory for its client without progress: an unfinished
+  // chunked request (CallStream) waiting for its next chunk, or a response waiting for the
+  // client to take it. Past it the stream is ended and what it held returns.
+  int64_t stall_timeout_ms = 10000;
 };
 
 // Counts what is open at once against a limit (requests, streams); lock-free and
@@ -132,6 +136,7 @@ class Pipeline {
   // Request metrics (thread-safe): each front end adds its RPCs' series at start-up; the
   // pipeline's gauges (requests in flight, memory held and budget, open streams).
   Metrics& metrics() { return metrics_; }
+  const Metrics& metrics() const { return metrics_; }
   int64_t inflight() const { return inflight_.current(); }
   const MemoryBudget& budget() const { return budget_; }
 

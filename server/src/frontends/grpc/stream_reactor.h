@@ -1,8 +1,10 @@
 // The bidirectional streaming RPCs' reactor (ScaleShiftStream, CallStream, and the Open
 // Inference Protocol's ModelStreamInfer): pipelined requests on one stream, bounded
-// read-ahead, responses written in completion order. Private to the front ends.
+// read-ahead, responses written in completion order, an end to streams that hold memory
+// for a client that makes no progress. Private to the front ends.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -11,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/server_callback.h>
@@ -18,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "pipeline/metrics.h"
 #include "pipeline/pipeline.h"
@@ -34,8 +38,15 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 
 // One bidirectional stream: reads requests as they come (pipelining), processes each,
 // and writes responses in completion order, one write at a time. Deletes itself in
-// OnDone. mu_ guards what is annotated so; pipeline_, rpc_, context_ and admitted_ are
-// fixed, and read_buffer_ and assembly_ belong to the one read in progress.
+// OnDone, or, when its stall alarm is set then, in the alarm's callback (which gRPC runs
+// once, cancelled or not). mu_ guards what is annotated so; pipeline_, rpc_, context_ and
+// admitted_ are fixed, and read_buffer_ and assembly_ belong to the one read in progress.
+//
+// Stalls (ServiceLimits::stall_timeout_ms): while the assembly holds an unfinished
+// request, each chunk must come within the timeout of the last; while a response is
+// being written, the client must take it within the timeout. Otherwise the stream ends
+// (DEADLINE_EXCEEDED when nothing else is in flight, else cancelled) and what it held
+// returns to the memory budget.
 //
 // `Kind` supplies every step of its RPC (ScaleShiftStream in myops_v1/service.cc,
 // CallStream in myops_v1/call_service.cc, ModelStreamInfer in oip/grpc/service.cc):
@@ -47,6 +58,7 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 //    absl::Status* parsed)`: one message; false when it completed no request;
 //  - `static bool TakeUnfinished(Assembly*, State*, absl::Status*)`: once the client has
 //    closed its side, one request left incomplete to answer (false: none left);
+//  - `static int Unfinished(const Assembly&)`: requests begun and not complete;
 //  - `static void Process(Pipeline*, State*, received, deadline, is_cancelled, done)`;
 //  - `static absl::StatusOr<grpc::ByteBuffer> Encode(const State&, const Timing&)`, or a
 //    StatusOr<std::vector<grpc::ByteBuffer>>: a response of several messages, written
@@ -72,6 +84,7 @@ struct OneMessagePerRequest {
   static bool TakeUnfinished(Assembly*, State*, absl::Status*) {
     return false;
   }
+  static int Unfinished(const Assembly&) { return 0; }
 };
 
 template <typename Kind>
@@ -105,9 +118,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     const bool answer = Kind::Receive(pipeline_, read_buffer_, &assembly_, &item->state, &parsed);
     item->window_bytes = 2 * static_cast<int64_t>(read_buffer_.Length());
     read_buffer_.Clear();
+    const int unfinished = Kind::Unfinished(assembly_);
     if (!answer) {  // A piece, held by the assembly (and its budget): read on.
       absl::MutexLock lock(&mu_);
       reading_ = false;
+      AssemblyProgressLocked(unfinished, /*piece=*/true, received);
       MaybeReadLocked();
       return;
     }
@@ -115,6 +130,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     {
       absl::MutexLock lock(&mu_);
       reading_ = false;
+      AssemblyProgressLocked(unfinished, /*piece=*/false, received);
       ++outstanding_;
       window_bytes_ += raw->window_bytes;
       MaybeReadLocked();
@@ -131,6 +147,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   void OnWriteDone(bool ok) override {
     std::unique_ptr<Item> written;  // Freed (and its budget released) after the unlock.
     absl::MutexLock lock(&mu_);
+    write_progress_ = std::chrono::steady_clock::now();
     Item& front = *writes_.front();
     // The rest of a response of several messages, unless the stream has failed.
     if (ok && ++front.written < front.responses.size()) {
@@ -149,6 +166,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnDone() override {
     if (admitted_) pipeline_->CloseStream();
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+      if (alarm_set_) {  // Its callback, which gRPC still runs, deletes this.
+        alarm_->Cancel();
+        return;
+      }
+    }
     delete this;
   }
 
@@ -180,6 +205,83 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     for (auto& [raw, status] : unfinished) Complete(raw, std::move(status), {});
   }
 
+  // After a read: `unfinished` requests begun in the assembly; a piece of one (or a
+  // change in their number) is progress for the stall watch.
+  void AssemblyProgressLocked(int unfinished, bool piece,
+                              std::chrono::steady_clock::time_point when)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (piece || unfinished != unfinished_) assembly_progress_ = when;
+    unfinished_ = unfinished;
+    MaybeSetAlarmLocked();
+  }
+
+  // Sets the stall alarm while the stream holds memory for its client, for when the
+  // older of its waits would pass the timeout.
+  void MaybeSetAlarmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (alarm_set_ || done_ || finished_ || ((unfinished_ == 0 || !reading_) && !writing_)) return;
+    std::chrono::steady_clock::time_point since = std::chrono::steady_clock::time_point::max();
+    if (unfinished_ > 0 && reading_) since = ChunkWaitSince();
+    if (writing_) since = std::min(since, write_progress_);
+    const auto wait = since + StallTimeout() - std::chrono::steady_clock::now();
+    alarm_ = std::make_unique<grpc::Alarm>();  // an earlier one has run its callback
+    alarm_set_ = true;
+    alarm_->Set(std::chrono::system_clock::now() +
+                    std::chrono::duration_cast<std::chrono::system_clock::duration>(wait),
+                [this](bool) { OnAlarm(); });
+  }
+
+  void OnAlarm() {
+    bool cancel = false;
+    bool remove = false;
+    {
+      absl::MutexLock lock(&mu_);
+      alarm_set_ = false;
+      remove = done_;
+      if (!remove) cancel = StallCheckLocked();
+    }
+    if (remove) {
+      delete this;
+    } else if (cancel) {
+      context_->TryCancel();
+    }
+  }
+
+  // At the alarm: ends a stalled stream (true: by cancelling it, after the unlock), or
+  // sets the alarm for the waits that are left.
+  bool StallCheckLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const auto now = std::chrono::steady_clock::now();
+    const bool chunks_stalled =
+        unfinished_ > 0 && reading_ && now - ChunkWaitSince() >= StallTimeout();
+    const bool reader_stalled = writing_ && now - write_progress_ >= StallTimeout();
+    if (finished_ || (!chunks_stalled && !reader_stalled)) {
+      MaybeSetAlarmLocked();  // progress since: watch the rest
+      return false;
+    }
+    pipeline_->metrics().StreamStalled();
+    if (!writing_ && outstanding_ == 0) {
+      // A read may be pending: it completes with ok=false, and OnDone follows.
+      finished_ = true;
+      Finish(grpc::Status(
+          grpc::StatusCode::DEADLINE_EXCEEDED,
+          absl::StrCat("no chunk of the unfinished chunked request(s) on this stream came for ",
+                       pipeline_->limits().stall_timeout_ms,
+                       " ms while they held memory (--stall-timeout-ms): the stream is "
+                       "ended and the memory returned")));
+      return false;
+    }
+    return true;  // a write or requests in flight: gRPC ends them
+  }
+
+  // Since when the stream has waited for a chunk: a read is pending (while it does not
+  // read, for its own read-ahead limits, it is not waiting for its client).
+  std::chrono::steady_clock::time_point ChunkWaitSince() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return std::max(assembly_progress_, read_started_);
+  }
+
+  std::chrono::steady_clock::duration StallTimeout() const {
+    return std::chrono::milliseconds(pipeline_->limits().stall_timeout_ms);
+  }
+
   // Encodes `raw`'s response and queues it for writing.
   void Complete(Item* raw, absl::Status status, const Timing& timing) {
     pipeline_->metrics().Record(rpc_, status, timing, Kind::InputBytes(raw->state));
@@ -199,6 +301,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       raw->state = typename Kind::State();  // Only the small error waits to be written.
     }
     absl::MutexLock lock(&mu_);
+    if (finished_) {  // Ended for a stall: nothing more is written.
+      delete raw;
+      --outstanding_;
+      return;
+    }
     writes_.emplace_back(raw);
     if (!writing_) WriteNextLocked();
   }
@@ -209,11 +316,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       return;
     }
     reading_ = true;
+    read_started_ = std::chrono::steady_clock::now();
     StartRead(&read_buffer_);
+    MaybeSetAlarmLocked();
   }
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     writing_ = true;
+    write_progress_ = std::chrono::steady_clock::now();
     StartWrite(&writes_.front()->responses.front());
+    MaybeSetAlarmLocked();
   }
   void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (reads_done_ && outstanding_ == 0 && !writing_ && !finished_) {
@@ -236,6 +347,16 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  // The stall watch: requests begun in the assembly (as of the last read), when the
+  // assembly or the write in progress last moved and the pending read began, and the
+  // alarm (set: its callback has not run yet).
+  int unfinished_ ABSL_GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point assembly_progress_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point write_progress_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point read_started_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::Alarm> alarm_ ABSL_GUARDED_BY(mu_);
+  bool alarm_set_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;  // OnDone ran
 };
 
 }  // namespace myops::server

@@ -159,6 +159,7 @@ struct CallStreamKind {
     assembly->Refuse(head.request_id(), AnnouncedChunkedBytes(head));
   }
   // Once the client has closed its side: a request whose chunks did not all come.
+  static int Unfinished(const Assembly& assembly) { return assembly.unfinished(); }
   static bool TakeUnfinished(Assembly* assembly, State* state, absl::Status* status) {
     uint64_t id = 0;
     if (!assembly->TakeUnfinished(&id, status)) return false;

@@ -1,9 +1,10 @@
 // Chunked tensors on CallStream against the real server in-process, as raw messages: the
 // memory budget is held from the header on and released by completion, errors, the
-// client closing its side or the stream being cancelled; hostile chunk sequences get an
-// Error response each and the stream goes on; results come chunked when the client
-// takes them; the C++ client chunks every tensor of a call, in order. (The C++ client's chunked
-// round trip: tests/client/client_call_e2e_test.cc.)
+// client closing its side, the stream being cancelled or its chunks stopping for longer
+// than the stall timeout; hostile chunk sequences get an Error response each and the
+// stream goes on; results come chunked when the client takes them; the C++ client chunks
+// every tensor of a call, in order. (The C++ client's chunked round trip:
+// tests/client/client_call_e2e_test.cc.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -36,10 +37,11 @@ std::string Floats(int64_t n, float first) {
 
 class CallStreamChunksTest : public ::testing::Test {
  protected:
-  void Start(int64_t budget_bytes) {
+  void Start(int64_t budget_bytes, int64_t stall_timeout_ms = 10000) {
     ServerOptions options = testing::LoopbackOptions();
     options.executor.ops = "myops::*,aten::add.Tensor";
     options.limits.max_inflight_bytes = budget_bytes;
+    options.limits.stall_timeout_ms = stall_timeout_ms;
     options.limits.tensor.max_elements = int64_t{1} << 22;
     t_ = testing::StartServer(options);
     ASSERT_TRUE(t_.server);
@@ -279,6 +281,88 @@ TEST_F(CallStreamChunksTest, CancelledStreamReleasesWhatItHeld) {
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   }
   ExpectIdle();
+}
+
+// A header whose chunks stop coming: after --stall-timeout-ms without a chunk the stream
+// ends with DEADLINE_EXCEEDED naming the flag, and the budget it held returns.
+TEST_F(CallStreamChunksTest, ChunksThatStopComingEndTheStreamAndReturnTheBudget) {
+  Start(int64_t{64} << 20, /*stall_timeout_ms=*/300);
+  grpc::ClientContext ctx;
+  // Without the stall watch the client's own deadline ends it, without the flag's name.
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = t_.stub->CallStream(&ctx);
+  constexpr int64_t n = int64_t{1} << 20;  // 4 MiB announced
+  ASSERT_TRUE(stream->Write(ChunkedHeader(1, n)));
+  ASSERT_TRUE(stream->Write(Chunk(1, 0, 0, std::string(1 << 20, 'x'))));  // a quarter
+  for (int i = 0; i < 200 && Held() < n * 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(Held(), n * 4);
+  const auto start = std::chrono::steady_clock::now();
+  CallStreamResponse response;
+  EXPECT_FALSE(stream->Read(&response));
+  const grpc::Status status = stream->Finish();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(200));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_NE(status.error_message().find("--stall-timeout-ms"), std::string::npos)
+      << status.error_message();
+  ExpectIdle();
+  EXPECT_NE(t_.server->pipeline().metrics().Render().find("myops_streams_stalled_total 1"),
+            std::string::npos);
+}
+
+// Chunks that keep coming, each within the timeout of the last, are progress however
+// long the whole request takes.
+TEST_F(CallStreamChunksTest, ChunksThatKeepComingAreNotAStall) {
+  Start(int64_t{64} << 20, /*stall_timeout_ms=*/400);
+  grpc::ClientContext ctx;
+  auto stream = t_.stub->CallStream(&ctx);
+  const std::string x = Floats(int64_t{1} << 16, 0.0f);  // 256 KiB in 8 chunks, 0.8 s
+  ASSERT_TRUE(stream->Write(ChunkedHeader(1, int64_t{1} << 16)));
+  for (size_t off = 0; off < x.size(); off += x.size() / 8) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(stream->Write(Chunk(1, 0, off, x.substr(off, x.size() / 8))));
+  }
+  CallStreamResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.request_id(), 1u);
+  ASSERT_TRUE(response.has_response()) << response.error().message();
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  ExpectIdle();
+}
+
+// Responses the client does not take: once a write has waited --stall-timeout-ms for
+// the client's flow control, the stream is cancelled and the budget its responses held
+// returns, while the client still reads nothing.
+TEST_F(CallStreamChunksTest, ResponsesNotTakenEndTheStreamAndReturnTheBudget) {
+  Start(int64_t{512} << 20, /*stall_timeout_ms=*/300);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = t_.stub->CallStream(&ctx);
+  constexpr int64_t n = int64_t{4} << 20;  // 16 MiB in, 16 MiB out, per request
+  const std::string x(static_cast<size_t>(n) * 4, '\0');
+  for (uint64_t id = 1; id <= 2; ++id) {  // the stream's read-ahead takes both
+    CallRequest request = ChunkedHeader(id, n);
+    auto* t = request.mutable_arguments(0)->mutable_value()->mutable_tensor();
+    t->set_chunked_byte_size(0);
+    t->set_data(x);
+    ASSERT_TRUE(stream->Write(request));
+  }
+  // Held while the first responses wait for the client, then returned.
+  bool held = false;
+  for (int i = 0; i < 400 && !(held && Held() == 0); ++i) {
+    held |= Held() > 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(held);
+  EXPECT_EQ(Held(), 0);
+  EXPECT_NE(t_.server->pipeline().metrics().Render().find("myops_streams_stalled_total 1"),
+            std::string::npos);
+  CallStreamResponse response;
+  while (stream->Read(&response)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 TEST_F(CallStreamChunksTest, UnaryCallRefusesChunkedTensors) {
