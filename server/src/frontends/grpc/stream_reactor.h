@@ -232,18 +232,24 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   void OnAlarm() {
     bool cancel = false;
-    bool remove = false;
     {
       absl::MutexLock lock(&mu_);
       alarm_set_ = false;
-      remove = done_;
-      if (!remove) cancel = StallCheckLocked();
+      if (!done_) {
+        if (!StallCheckLocked()) return;
+        // Cancelling, after the unlock: the alarm counts as set until it is done, so that
+        // an OnDone meanwhile (even one the cancel runs) leaves the delete to this.
+        alarm_set_ = true;
+        cancel = true;
+      }
     }
-    if (remove) {
-      delete this;
-    } else if (cancel) {
+    if (cancel) {
       context_->TryCancel();
+      absl::MutexLock lock(&mu_);
+      alarm_set_ = false;
+      if (!done_) return;
     }
+    delete this;
   }
 
   // At the alarm: ends a stalled stream (true: by cancelling it, after the unlock), or
