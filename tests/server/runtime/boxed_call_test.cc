@@ -11,6 +11,7 @@
 #include <cmath>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "runtime/op_registry.h"
@@ -53,6 +54,16 @@ OpCall ScaleShiftCall(const OpRegistry& registry, const std::vector<float>& x, v
                   &call)
                   .ok());
   call.result_buffer = {out, out_bytes};
+  return call;
+}
+
+// aten::add.Tensor(a, b): two tensors, so its result's layout only the Meta kernel tells.
+OpCall AddCall(const OpRegistry& registry, Value a, Value b) {
+  OpCall call;
+  call.op = *registry.Find("aten::add.Tensor");
+  EXPECT_TRUE(BindArguments(registry.ops()[static_cast<size_t>(call.op)],
+                            {{"", std::move(a)}, {"", std::move(b)}}, &call)
+                  .ok());
   return call;
 }
 
@@ -117,13 +128,8 @@ TEST(RunBoxedIntoBufferTest, SmallResultsOfUnknownLayoutAreComputedTheOrdinaryWa
   auto registry = Registry();
   const std::vector<float> a = {1, 2, 3, 4};
   std::vector<float> out(4, -1.0f);
-  OpCall add;
-  add.op = *registry->Find("aten::add.Tensor");
-  ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(add.op)],
-                            {{"", Tensor(a.data(), {4}, DType::kFloat32, 16)},
-                             {"", Tensor(a.data(), {4}, DType::kFloat32, 16)}},
-                            &add)
-                  .ok());
+  OpCall add = AddCall(*registry, Tensor(a.data(), {4}, DType::kFloat32, 16),
+                       Tensor(a.data(), {4}, DType::kFloat32, 16));
   add.result_buffer = {out.data(), 16};
   RunBoxed(Handle(*registry, "aten::add.Tensor"), add, c10::Device(c10::kCPU));
   ASSERT_EQ(add.results.size(), 1u);
@@ -173,14 +179,9 @@ TEST(RunBoxedIntoBufferTest, TheResultDtypeIsTheOpsNotTheFirstArguments) {
   const std::vector<int64_t> a(k64KiB, 1);
   const std::vector<float> b(k64KiB, 0.5f);
   std::vector<float> out(k64KiB, 0.0f);
-  OpCall call;
-  call.op = *registry->Find("aten::add.Tensor");
   const auto n = static_cast<int64_t>(k64KiB);
-  ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(call.op)],
-                            {{"", Tensor(a.data(), {n}, DType::kInt64, n * 8)},
-                             {"", Tensor(b.data(), {n}, DType::kFloat32, n * 4)}},
-                            &call)
-                  .ok());
+  OpCall call = AddCall(*registry, Tensor(a.data(), {n}, DType::kInt64, n * 8),
+                        Tensor(b.data(), {n}, DType::kFloat32, n * 4));
   call.result_buffer = {out.data(), n * 4};
   RunBoxed(Handle(*registry, "aten::add.Tensor"), call, c10::Device(c10::kCPU));
   ASSERT_EQ(call.results.size(), 1u);
@@ -234,13 +235,8 @@ TEST(RunBoxedAllocateTest, DecliningOrSmallInputsGetAnOrdinaryResult) {
 
   const std::vector<float> a = {1, 2, 3, 4};
   const std::vector<float> b = {0.5f, 0.5f, 0.5f, 0.5f};
-  OpCall small;
-  small.op = *registry->Find("aten::add.Tensor");
-  ASSERT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(small.op)],
-                            {{"", Tensor(a.data(), {4}, DType::kFloat32, 16)},
-                             {"", Tensor(b.data(), {4}, DType::kFloat32, 16)}},
-                            &small)
-                  .ok());
+  OpCall small = AddCall(*registry, Tensor(a.data(), {4}, DType::kFloat32, 16),
+                         Tensor(b.data(), {4}, DType::kFloat32, 16));
   small.input_bytes = 32;
   small.result_buffer.allocate = call.result_buffer.allocate;
   RunBoxed(Handle(*registry, "aten::add.Tensor"), small, c10::Device(c10::kCPU));
