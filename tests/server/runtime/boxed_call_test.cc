@@ -5,6 +5,8 @@
 // they do not.
 #include "runtime/torch/boxed_call.h"
 
+#include <ATen/ops/from_blob.h>
+#include <c10/core/InferenceMode.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "runtime/op_registry.h"
 #include "runtime/torch/op_handles.h"
+#include "runtime/torch/runner.h"
 
 namespace myops::server {
 namespace {
@@ -65,6 +68,38 @@ OpCall AddCall(const OpRegistry& registry, Value a, Value b) {
                             {{"", std::move(a)}, {"", std::move(b)}}, &call)
                   .ok());
   return call;
+}
+
+// Argument tensors and in-buffer results are made by WrapCpu: what at::from_blob makes,
+// with and without InferenceMode, 0-dim and empty shapes included.
+TEST(WrapCpuTest, MakesWhatFromBlobMakes) {
+  std::vector<double> data(24, 1.5);
+  for (const bool inference : {false, true}) {
+    std::optional<c10::InferenceMode> mode;
+    if (inference) mode.emplace();
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{}, {0}, {24}, {2, 3, 4}, {4, 0, 3}, {1, 1}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "inference " << inference << ", shape " << c10::IntArrayRef(shape));
+      const at::Tensor ours = WrapCpu(data.data(), shape, DType::kFloat64);
+      const at::Tensor theirs = at::from_blob(data.data(), shape, at::kDouble);
+      EXPECT_EQ(ours.sizes(), theirs.sizes());
+      EXPECT_EQ(ours.strides(), theirs.strides());
+      EXPECT_EQ(ours.numel(), theirs.numel());
+      EXPECT_EQ(ours.scalar_type(), at::kDouble);
+      EXPECT_EQ(ours.device(), theirs.device());
+      EXPECT_EQ(ours.data_ptr(), theirs.data_ptr());
+      EXPECT_TRUE(ours.is_contiguous());
+      EXPECT_EQ(ours.is_inference(), theirs.is_inference());
+      EXPECT_EQ(ours.is_inference(), inference);
+      EXPECT_FALSE(ours.requires_grad());
+      EXPECT_EQ(ours.unsafeGetTensorImpl()->key_set(), theirs.unsafeGetTensorImpl()->key_set());
+      EXPECT_EQ(ours.storage().nbytes(), theirs.storage().nbytes());
+      EXPECT_FALSE(ours.storage().resizable());
+      EXPECT_EQ(ours.storage_offset(), 0);
+      if (ours.numel() > 0) EXPECT_EQ(ours.sum().item<double>(), 1.5 * ours.numel());
+    }
+  }
 }
 
 TEST(OutOverloadTest, FoundForFunctionalOpsWithAMatchingOutVariant) {

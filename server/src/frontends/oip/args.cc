@@ -83,19 +83,21 @@ bool IsInteger(const Datatype& t) {
   return t.family == Family::kSigned || t.family == Family::kUnsigned;
 }
 
-// INVALID_ARGUMENT naming `field` unless input `e` has the shape argument `arg` takes:
-// one element for a scalar, at most one dimension for a list.
-absl::Status CheckShape(const ArgInfo& arg, const InputTensor& e, const std::string& field) {
+// INVALID_ARGUMENT naming field() unless input `e` has the shape argument `arg` takes:
+// one element for a scalar, at most one dimension for a list. `field` is called only for
+// the message.
+template <typename Field>
+absl::Status CheckShape(const ArgInfo& arg, const InputTensor& e, const Field& field) {
   const bool scalar_kind = arg.kind == ArgKind::kInt || arg.kind == ArgKind::kFloat ||
                            arg.kind == ArgKind::kBool || arg.kind == ArgKind::kScalar;
   if (scalar_kind && e.count != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, " has ", e.count, " elements (shape ", ShapeString(e.shape),
+        absl::StrCat(field(), " has ", e.count, " elements (shape ", ShapeString(e.shape),
                      "); argument '", arg.name, "' (", arg.type, ") takes one (shape [] or [1])"));
   }
   const bool is_list = arg.kind == ArgKind::kIntList || arg.kind == ArgKind::kFloatList;
   if (is_list && e.shape.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has shape ", ShapeString(e.shape),
+    return absl::InvalidArgumentError(absl::StrCat(field(), " has shape ", ShapeString(e.shape),
                                                    "; argument '", arg.name, "' (", arg.type,
                                                    ") takes a 1-D tensor"));
   }
@@ -134,7 +136,7 @@ absl::StatusOr<Value> ToValue(const OpInfo& op, const ArgInfo& arg, const InputT
     return absl::InvalidArgumentError(absl::StrCat(
         field(), " is ", t.name, "; argument '", arg.name, "' (", arg.type, ") takes ", accepted));
   };
-  if (absl::Status shaped = CheckShape(arg, e, field()); !shaped.ok()) return shaped;
+  if (absl::Status shaped = CheckShape(arg, e, field); !shaped.ok()) return shaped;
   switch (arg.kind) {
     case ArgKind::kTensor:
       if (!t.tensor) return wrong(absl::StrCat("a tensor of ", DatatypeNames(true)));

@@ -245,6 +245,7 @@ bool RunIntoBuffer(const OpHandle& op, OpCall::OutputBuffer::Layout layout, OpCa
   stack.push_back(out);
   op.out->callBoxed(stack);
   call.results.clear();
+  call.results.reserve(1);
   const at::Tensor& result = stack.at(0).toTensor();
   if (result.data_ptr() != data || !result.is_contiguous() || result.sizes() != out.sizes()) {
     // The kernel resized or replaced `out`: an ordinary result, copied by the front end.
@@ -274,6 +275,7 @@ void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
   torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
   op.op.callBoxed(stack);
   call.results.clear();
+  call.results.reserve(stack.size());
   for (const c10::IValue& v : stack) call.results.push_back(ToResult(v, call));
 }
 
