@@ -51,8 +51,16 @@ Level ChildOf(Level level, uint64_t key) {
 
 enum class Walked { kOk, kInvalid, kTooLarge };
 
+// Bytes of the array protobuf parses `length` bytes of packed field `field` of
+// InferTensorContents into: one element per byte at most for the varint fields (bool,
+// int32, int64, uint32, uint64), the bytes themselves for the fixed ones (fp32, fp64).
+uint64_t PackedArrayBytes(uint64_t field, uint64_t length) {
+  static constexpr uint64_t kElementBytes[] = {0, 1, 4, 8, 4, 8, 1, 1};
+  return length * kElementBytes[field < 8 ? field : 0];
+}
+
 // Walks the fields up to `end`, adding the bytes that are not tensor data to *head and
-// those of packed typed contents to *typed.
+// the array bytes of packed typed contents (PackedArrayBytes) to *typed.
 Walked Walk(SliceReader& in, uint64_t end, Level level, uint64_t* head, uint64_t* typed,
             std::string* scratch) {
   while (in.position() < end) {
@@ -75,7 +83,7 @@ Walked Walk(SliceReader& in, uint64_t end, Level level, uint64_t* head, uint64_t
       *head += in.position() - start;
       if (child == Level::kData || child == Level::kTyped) {
         if (!in.Skip(length, nullptr, nullptr)) return Walked::kInvalid;
-        if (child == Level::kTyped) *typed += length;
+        if (child == Level::kTyped) *typed += PackedArrayBytes(key >> 3, length);
       } else {
         const Walked inner = Walk(in, in.position() + length, child, head, typed, scratch);
         if (inner != Walked::kOk) return inner;
@@ -114,19 +122,24 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
       absl::StrCat("the ", bytes.Length(), " bytes are not a valid myops.v1.CallRequest"));
 }
 
-absl::StatusOr<uint64_t> CheckInferRequestHead(const grpc::ByteBuffer& bytes) {
-  // As CheckCallRequestHead; all of a small message may be packed contents.
-  if (bytes.Length() <= kMaxHeadBytes) return bytes.Length();
+absl::StatusOr<InferRequestBytes> CheckInferRequestHead(const grpc::ByteBuffer& bytes) {
+  // Small messages are not walked (their head is within the bound): all of one may be
+  // head, or packed 1-byte varints of int64 contents. Larger ones are, so that what the
+  // parse may take is known within a few bytes.
+  if (bytes.Length() <= kInferUnwalkedBytes) {
+    return InferRequestBytes{bytes.Length(), 8 * bytes.Length()};
+  }
   std::vector<grpc::Slice> slices;
   if (!bytes.Dump(&slices).ok()) {
     return absl::InvalidArgumentError("the request's bytes could not be read");
   }
   SliceReader in(slices);
-  uint64_t head = 0, typed = 0;
+  InferRequestBytes size;
   std::string scratch;
-  switch (Walk(in, in.remaining(), Level::kInferRequest, &head, &typed, &scratch)) {
+  switch (
+      Walk(in, in.remaining(), Level::kInferRequest, &size.head, &size.packed_arrays, &scratch)) {
     case Walked::kOk:
-      return typed;
+      return size;
     case Walked::kTooLarge:
       return absl::InvalidArgumentError(absl::StrCat(
           "the inference.ModelInferRequest's fields other than tensor contents take more "

@@ -208,3 +208,54 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
             assert settles_to_zero(port, name), name
     finally:
         server.stop()
+
+
+MODEL_INFER = "/inference.GRPCInferenceService/ModelInfer"
+
+
+def infer_status(address: str, payload: bytes) -> tuple[grpc.StatusCode, str]:
+    """(status code, details) of one ModelInfer with `payload` as its bytes."""
+    ch = channel(address)
+    try:
+        unary(ch, MODEL_INFER)(payload, timeout=60)
+        return grpc.StatusCode.OK, ""
+    except grpc.RpcError as e:
+        return e.code(), e.details()
+    finally:
+        ch.close()
+
+
+def packed_int64_zeros(n_bytes: int) -> bytes:
+    """A ModelInferRequest whose one input holds `n_bytes` 1-byte varints of packed
+    int64_contents: protobuf parses each byte into an 8-byte element."""
+    contents = field(5, 2, field(3, 2, bytes(n_bytes)))
+    return field(1, 2, b"myops::scale_shift") + field(5, 2, field(1, 2, b"x") + field(2, 2, b"INT64")
+                                                      + contents)
+
+
+def test_model_infer_reserves_what_its_parse_takes():
+    """ModelInfer reserves what protobuf's parse of the request can take before parsing
+    it (frontends/oip/codec.h, InferParseReservation; measured in parse_memory_test.cc):
+    8 bytes and more a byte for packed 1-byte int64 varints, over 100 a byte for a head of
+    empty inputs. With a 6 MiB budget both requests below need more than all of it and
+    are refused before a byte is parsed; the reservation used to be twice the bytes
+    received plus 7 per packed byte (under 6 MiB for each), and both were parsed."""
+    server = quick_server("--max-inflight-bytes", str(6 * MiB))
+    try:
+        healthy(server.address)
+        # 640 KiB of varints: some 5 MiB of int64 elements, 10 with the arrays outgrown.
+        code, details = infer_status(server.address, packed_int64_zeros(640 << 10))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
+        assert "more than the server's whole memory budget" in details, details
+        # 64 KiB of 2-byte empty inputs: some 7 MiB of InferInputTensor objects.
+        empty_inputs = field(1, 2, b"myops::scale_shift") + field(5, 2, b"") * 32000
+        code, details = infer_status(server.address, empty_inputs)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
+        assert "more than the server's whole memory budget" in details, details
+        # Small requests with packed contents are parsed as before (scale_shift then
+        # refuses int64 tensors or serves them: either way not for memory).
+        code, details = infer_status(server.address, packed_int64_zeros(64))
+        assert "budget" not in details, details
+        healthy(server.address)
+    finally:
+        server.stop()

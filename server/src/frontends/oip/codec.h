@@ -49,6 +49,7 @@
 #include "frontends/oip/binding.h"
 #include "frontends/oip/shm.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
+#include "myops/wire/call_wire.h"
 #include "pipeline/model_stats.h"
 #include "runtime/op_registry.h"
 #include "runtime/tensor_view.h"
@@ -79,6 +80,14 @@ absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats
 
 // Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
 absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
+
+// The memory to reserve before parsing a ModelInferRequest of `length` bytes of `size`
+// (wire::CheckInferRequestHead) into an ArenaRequest: the received bytes (gRPC's), the
+// parse's copy of them, the objects its head can make (messages, map nodes, strings: up
+// to kHeadFactor bytes a byte) and its packed contents' arrays (kPackedFactor times their
+// final bytes: they grow by doubling, and on an arena the arrays outgrown stay). The
+// factors are measured (tests/server/frontends/oip/parse_memory_test.cc).
+int64_t InferParseReservation(uint64_t length, const wire::InferRequestBytes& size);
 
 // The request for model `model` (its name) with its inputs, parameters and outputs as an
 // InferRequest (binding.h): input tensors are views into `request`, which must outlive

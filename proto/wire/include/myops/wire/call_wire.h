@@ -29,12 +29,21 @@ namespace myops::wire {
 // refuses it if it is not a CallRequest).
 absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes);
 
+// What protobuf's parse of an inference.ModelInferRequest may make, from its wire form:
+// its head (every byte but raw_input_contents' data and the data of its inputs' packed
+// typed contents) and the arrays its packed contents become (elements x element size:
+// at most one element per byte of varints, 8 bytes an int64).
+struct InferRequestBytes {
+  uint64_t head = 0;
+  uint64_t packed_arrays = 0;
+};
+
 // The same check for an inference.ModelInferRequest (the Open Inference Protocol): its
-// head is everything but raw_input_contents and the packed fields of its inputs' typed
-// contents, at most kMaxHeadBytes. Returns the bytes of those packed fields, which
-// protobuf may parse into up to 8 times as many (1-byte varints into int64 elements).
-// A message of at most kMaxHeadBytes is not walked: its size is returned as the bound.
-absl::StatusOr<uint64_t> CheckInferRequestHead(const grpc::ByteBuffer& bytes);
+// head at most kMaxHeadBytes. Returns its sizes (above). A message of at most
+// kInferUnwalkedBytes is not walked: all of it is taken as head and as packed 1-byte
+// varints of int64 contents.
+inline constexpr uint64_t kInferUnwalkedBytes = 4 << 10;
+absl::StatusOr<InferRequestBytes> CheckInferRequestHead(const grpc::ByteBuffer& bytes);
 
 // Builds one protobuf message as slices. Not thread-safe; single use.
 class MessageWriter {

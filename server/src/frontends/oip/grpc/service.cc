@@ -46,17 +46,17 @@ absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallStat
   return kserve::BindInfer(op, shm, reserve, &state->decoded, state);
 }
 
-// Bounds the request's head, reserves the budget, then parses it (protobuf allocates as
-// much as was received again, and up to 8 times the packed typed contents) and decodes
-// its inputs and parameters into `state`.
+// Bounds the request's head, reserves the budget for what its parse may take
+// (kserve::InferParseReservation), then parses it and decodes its inputs and parameters
+// into `state`.
 // A request whose inputs do not decode counts as a failure of its model from `received`.
 absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::time_point received,
                    KServeCallState* state) {
-  auto typed = wire::CheckInferRequestHead(bytes);
-  if (!typed.ok()) return typed.status();
-  const auto length = static_cast<int64_t>(bytes.Length());
+  auto size = wire::CheckInferRequestHead(bytes);
+  if (!size.ok()) return size.status();
   if (absl::Status reserved =
-          pipeline->ReserveCallRequest(length + static_cast<int64_t>((7 * *typed + 1) / 2), state);
+          pipeline->ReserveCallRequest(static_cast<int64_t>(bytes.Length()),
+                                       kserve::InferParseReservation(bytes.Length(), *size), state);
       !reserved.ok()) {
     return reserved;
   }
