@@ -97,10 +97,8 @@ Walked Walk(SliceReader& in, uint64_t end, Level level, uint64_t* head, uint64_t
 
 }  // namespace
 
-absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
-  // A message within the bound has its head within it: what protobuf's parse costs is
-  // already bounded, and protobuf refuses what would not walk.
-  if (bytes.Length() <= kMaxHeadBytes) return absl::OkStatus();
+absl::StatusOr<uint64_t> CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
+  if (bytes.Length() <= kUnwalkedBytes) return bytes.Length();
   std::vector<grpc::Slice> slices;
   if (!bytes.Dump(&slices).ok()) {
     return absl::InvalidArgumentError("the request's bytes could not be read");
@@ -110,7 +108,7 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
   std::string scratch;
   switch (Walk(in, in.remaining(), Level::kCallRequest, &head, &typed, &scratch)) {
     case Walked::kOk:
-      return absl::OkStatus();
+      return head;
     case Walked::kTooLarge:
       return absl::InvalidArgumentError(
           absl::StrCat("the myops.v1.CallRequest's fields other than tensor data take more than ",
@@ -123,10 +121,9 @@ absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes) {
 }
 
 absl::StatusOr<InferRequestBytes> CheckInferRequestHead(const grpc::ByteBuffer& bytes) {
-  // Small messages are not walked (their head is within the bound): all of one may be
-  // head, or packed 1-byte varints of int64 contents. Larger ones are, so that what the
-  // parse may take is known within a few bytes.
-  if (bytes.Length() <= kInferUnwalkedBytes) {
+  // All of a small message may be head, or packed 1-byte varints of int64 contents.
+  // Larger ones are walked, so that what the parse may take is known within a few bytes.
+  if (bytes.Length() <= kUnwalkedBytes) {
     return InferRequestBytes{bytes.Length(), 8 * bytes.Length()};
   }
   std::vector<grpc::Slice> slices;

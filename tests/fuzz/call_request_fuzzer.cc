@@ -4,14 +4,15 @@
 // the default limits and ResolveResultRegions, on a server with shared memory: one
 // 64 KiB region registered as "r" (call_shm.h). Beyond "no crash, no sanitizer report",
 // checks what the server relies on: refusals are INVALID_ARGUMENT (NOT_FOUND for an
-// unknown region); an accepted request costs a bounded multiple of its head besides its
-// tensor data (the memory budget reserves twice the received size); every accepted
+// unknown region); what the budget reserves for the parse (CallParseReservation, from
+// the head check's size of the head) bounds the parsed message; every accepted
 // tensor's size is numel * itemsize, and copies out of the region stay within it.
 #include <string>
 
 #include "frontends/myops_v1/call_codec.h"
 #include "fuzz_shm.h"
 #include "myops/v1/myops.pb.h"
+#include "myops/wire/call_wire.h"
 #include "myops/wire/tensor_wire.h"
 #include "slices.h"
 
@@ -21,18 +22,6 @@ using myops::fuzz::Fail;
 
 bool Refused(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound;
-}
-
-// The parsed message's memory besides its tensors' data.
-constexpr size_t kMaxHeadMemory = 64 * myops::wire::kMaxHeadBytes;
-
-size_t TensorData(const myops::v1::CallRequest& request) {
-  size_t n = 0;
-  for (const auto& arg : request.arguments()) {
-    n += arg.value().tensor().data().capacity();
-    for (const auto& t : arg.value().tensor_list().tensors()) n += t.data().capacity();
-  }
-  return n;
 }
 
 }  // namespace
@@ -50,8 +39,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     }
     return 0;
   }
-  if (request.SpaceUsedLong() > TensorData(request) + kMaxHeadMemory) {
-    Fail("an accepted request costs more than its data plus the head bound");
+  // What the front end reserves before parsing (CallParseReservation, from the head
+  // check) bounds the parsed message (the message object itself lives in the call's state).
+  const auto head = myops::wire::CheckCallRequestHead(input.buffer);
+  if (!head.ok()) Fail("parsed although the head check refused it");
+  const auto reserved = myops::server::CallParseReservation(size, *head);
+  if (request.SpaceUsedLong() - sizeof(request) > static_cast<size_t>(reserved) - size) {
+    Fail("an accepted request outgrows its reservation");
   }
   myops::server::CallShm shm;
   shm.registry = &myops::fuzz::RegistryWithRegion();

@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     return 0;
   }
   // What the front end reserves before parsing (kserve::InferParseReservation) bounds
-  // the parsed message (tests/server/frontends/oip/parse_memory_test.cc measures the heap
+  // the parsed message (tests/server/frontends/grpc/parse_memory_test.cc measures the heap
   // a parse takes for the costliest shapes).
   // The message object itself lives in the call's state, not in what was reserved.
   const auto reserved = myops::server::kserve::InferParseReservation(size, *sizes);

@@ -211,13 +211,14 @@ def test_a_hostile_mix_stays_within_the_memory_budget():
 
 
 MODEL_INFER = "/inference.GRPCInferenceService/ModelInfer"
+CALL = "/myops.v1.Myops/Call"
 
 
-def infer_status(address: str, payload: bytes) -> tuple[grpc.StatusCode, str]:
-    """(status code, details) of one ModelInfer with `payload` as its bytes."""
+def unary_status(address: str, method: str, payload: bytes) -> tuple[grpc.StatusCode, str]:
+    """(status code, details) of one unary `method` with `payload` as its bytes."""
     ch = channel(address)
     try:
-        unary(ch, MODEL_INFER)(payload, timeout=60)
+        unary(ch, method)(payload, timeout=60)
         return grpc.StatusCode.OK, ""
     except grpc.RpcError as e:
         return e.code(), e.details()
@@ -233,28 +234,33 @@ def packed_int64_zeros(n_bytes: int) -> bytes:
                                                       + contents)
 
 
-def test_model_infer_reserves_what_its_parse_takes():
-    """ModelInfer reserves what protobuf's parse of the request can take before parsing
-    it (frontends/oip/codec.h, InferParseReservation; measured in parse_memory_test.cc):
-    8 bytes and more a byte for packed 1-byte int64 varints, over 100 a byte for a head of
-    empty inputs. With a 6 MiB budget both requests below need more than all of it and
+def test_parses_are_reserved_for_what_they_take():
+    """ModelInfer and Call reserve what protobuf's parse of the request can take before
+    parsing it (kserve::InferParseReservation, CallParseReservation; measured in
+    tests/server/frontends/grpc/parse_memory_test.cc): 8 bytes and more a byte for packed
+    1-byte int64 varints, over 100 a byte for a head of empty inputs, 45 for a list of empty
+    tensors. With a 3 MiB budget the three requests below need more than all of it and
     are refused before a byte is parsed; the reservation used to be twice the bytes
-    received plus 7 per packed byte (under 6 MiB for each), and both were parsed."""
-    server = quick_server("--max-inflight-bytes", str(6 * MiB))
+    received plus 7 per packed byte (under 3 MiB for each), and all three were parsed."""
+    server = quick_server("--max-inflight-bytes", str(3 * MiB))
+    whole_budget = "more than the server's whole memory budget"
     try:
         healthy(server.address)
-        # 640 KiB of varints: some 5 MiB of int64 elements, 10 with the arrays outgrown.
-        code, details = infer_status(server.address, packed_int64_zeros(640 << 10))
-        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
-        assert "more than the server's whole memory budget" in details, details
+        # 256 KiB of varints: 2 MiB of int64 elements, 4 with the arrays outgrown.
+        code, details = unary_status(server.address, MODEL_INFER, packed_int64_zeros(256 << 10))
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and whole_budget in details, details
         # 64 KiB of 2-byte empty inputs: some 7 MiB of InferInputTensor objects.
         empty_inputs = field(1, 2, b"myops::scale_shift") + field(5, 2, b"") * 32000
-        code, details = infer_status(server.address, empty_inputs)
-        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
-        assert "more than the server's whole memory budget" in details, details
-        # Small requests with packed contents are parsed as before (scale_shift then
-        # refuses int64 tensors or serves them: either way not for memory).
-        code, details = infer_status(server.address, packed_int64_zeros(64))
+        code, details = unary_status(server.address, MODEL_INFER, empty_inputs)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and whole_budget in details, details
+        # A Call with a Tensor[] of 32,000 empty tensors: some 3 MiB of Tensor objects.
+        empty_tensors = field(1, 2, b"aten::cat") + field(
+            2, 2, field(2, 2, field(8, 2, field(1, 2, b"") * 32000)))
+        code, details = unary_status(server.address, CALL, empty_tensors)
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and whole_budget in details, details
+        # Small requests are parsed as before (scale_shift then refuses int64 tensors or
+        # serves them: either way not for memory).
+        code, details = unary_status(server.address, MODEL_INFER, packed_int64_zeros(64))
         assert "budget" not in details, details
         healthy(server.address)
     finally:

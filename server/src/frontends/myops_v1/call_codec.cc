@@ -199,8 +199,20 @@ wire::MessageWriter ResponseWriter(const OpCall& call, const Timing& timing, uin
 
 }  // namespace
 
+int64_t CallParseReservation(uint64_t length, uint64_t head) {
+  // Measured: a tensor list of 2-byte empty tensors takes 45 bytes a byte (a Tensor, its
+  // slot, the slots outgrown), packed 1-byte varints of a shape 16.
+  constexpr uint64_t kHeadFactor = 64;
+  return static_cast<int64_t>(2 * length + kHeadFactor * head);
+}
+
 absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequest* request) {
-  if (absl::Status head = wire::CheckCallRequestHead(bytes); !head.ok()) return head;
+  if (auto head = wire::CheckCallRequestHead(bytes); !head.ok()) return head.status();
+  return ParseCheckedCallRequest(bytes, request);
+}
+
+absl::Status ParseCheckedCallRequest(const grpc::ByteBuffer& bytes,
+                                     myops::v1::CallRequest* request) {
   grpc::ByteBuffer copy = bytes;  // shares the slices; the reader consumes its own
   grpc::ProtoBufferReader reader(&copy);
   if (!request->ParseFromZeroCopyStream(&reader)) {

@@ -23,9 +23,21 @@
 
 namespace myops::server {
 
-// Parses a CallRequest after wire::CheckCallRequestHead has bounded what parsing costs:
-// at most the received size again (tensor data copied once) plus a bounded head.
-// INVALID_ARGUMENT when the bytes are not a CallRequest.
+// The memory to reserve before parsing a CallRequest of `length` bytes whose head is
+// `head` bytes (wire::CheckCallRequestHead) into an ArenaRequest: the received bytes
+// (gRPC's), the parse's copy of the tensor data, and the objects and arrays its head can
+// make (empty arguments, 2 bytes each on the wire; packed 1-byte varints of shapes and
+// int lists): kHeadFactor bytes a byte, measured by
+// tests/server/frontends/grpc/parse_memory_test.cc.
+int64_t CallParseReservation(uint64_t length, uint64_t head);
+
+// Parses a CallRequest whose head wire::CheckCallRequestHead has checked (so bounding
+// what parsing costs: CallParseReservation). INVALID_ARGUMENT when the bytes are not a
+// CallRequest.
+absl::Status ParseCheckedCallRequest(const grpc::ByteBuffer& bytes,
+                                     myops::v1::CallRequest* request);
+
+// wire::CheckCallRequestHead, then ParseCheckedCallRequest.
 absl::Status ParseCallRequest(const grpc::ByteBuffer& bytes, myops::v1::CallRequest* request);
 
 // The arguments as runtime values: tensors checked as DecodeTensor does (field names

@@ -11,6 +11,7 @@
 #include "frontends/myops_v1/call_chunks.h"
 #include "frontends/myops_v1/call_codec.h"
 #include "frontends/myops_v1/service.h"
+#include "myops/wire/call_wire.h"
 #include "myops/wire/tensor_wire.h"
 #include "util/clock.h"
 
@@ -34,14 +35,17 @@ class CallReactor final : public grpc::ServerUnaryReactor {
   void OnDone() override { delete this; }
 };
 
-// Reserves the budget for a request of `bytes` and parses it.
+// Checks the request's head, reserves the budget for what its parse can take, and parses
+// it.
 absl::Status ParseHead(Pipeline* pipeline, const grpc::ByteBuffer& bytes, V1CallState* state) {
-  if (absl::Status reserved =
-          pipeline->ReserveCallRequest(static_cast<int64_t>(bytes.Length()), state);
+  auto head = wire::CheckCallRequestHead(bytes);
+  if (!head.ok()) return head.status();
+  if (absl::Status reserved = pipeline->ReserveCallRequest(
+          static_cast<int64_t>(bytes.Length()), CallParseReservation(bytes.Length(), *head), state);
       !reserved.ok()) {
     return reserved;
   }
-  return ParseCallRequest(bytes, state->request.get());
+  return ParseCheckedCallRequest(bytes, state->request.get());
 }
 
 // Decodes a parsed request's arguments (views of `state`, which must not move after).

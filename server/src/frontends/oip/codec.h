@@ -86,7 +86,7 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
 // parse's copy of them, the objects its head can make (messages, map nodes, strings: up
 // to kHeadFactor bytes a byte) and its packed contents' arrays (kPackedFactor times their
 // final bytes: they grow by doubling, and on an arena the arrays outgrown stay). The
-// factors are measured (tests/server/frontends/oip/parse_memory_test.cc).
+// factors are measured (tests/server/frontends/grpc/parse_memory_test.cc).
 int64_t InferParseReservation(uint64_t length, const wire::InferRequestBytes& size);
 
 // The request for model `model` (its name) with its inputs, parameters and outputs as an

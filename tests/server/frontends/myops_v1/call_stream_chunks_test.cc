@@ -15,6 +15,7 @@
 
 #include "chunk_messages.h"
 #include "frontends/myops_v1/call_chunks.h"
+#include "frontends/myops_v1/call_codec.h"
 #include "myops/client/client.h"
 #include "test_server.h"
 
@@ -103,7 +104,10 @@ TEST_F(CallStreamChunksTest, HeaderTheBudgetRefusesBeforeParsingDropsItsChunks) 
   Start(kBudget);
   // Request 1 takes all of the budget but less than another header needs.
   const int64_t head = static_cast<int64_t>(ChunkedHeader(1, kBudget / 4).ByteSizeLong());
-  const int64_t n = (kBudget - 2 * head - 40) / 4;
+  // What a header reserves (a small message: all of it taken as head).
+  const int64_t reserved =
+      CallParseReservation(static_cast<uint64_t>(head), static_cast<uint64_t>(head));
+  const int64_t n = (kBudget - reserved - 40) / 4;
   grpc::ClientContext ctx;
   auto stream = t_.stub->CallStream(&ctx);
   ASSERT_TRUE(stream->Write(ChunkedHeader(1, n)));

@@ -22,12 +22,17 @@
 
 namespace myops::wire {
 
-// OK when `bytes` walks as a CallRequest (its arguments, their values, tensors and
-// tensor lists; other fields are skipped by protobuf's rules) and its head is at most
-// kMaxHeadBytes; INVALID_ARGUMENT saying which it was not. Reads, never copies data.
-// A message of at most kMaxHeadBytes is not walked (it is OK here; protobuf's parse
-// refuses it if it is not a CallRequest).
-absl::Status CheckCallRequestHead(const grpc::ByteBuffer& bytes);
+// Messages up to this size are not walked by the head checks below (their head is within
+// the bound): all of one is taken as head.
+inline constexpr uint64_t kUnwalkedBytes = 4 << 10;
+
+// The bytes of a CallRequest's head (every byte but tensor data) when `bytes` walks as a
+// CallRequest (its arguments, their values, tensors and tensor lists; other fields are
+// skipped by protobuf's rules) and its head is at most kMaxHeadBytes; INVALID_ARGUMENT
+// saying which it was not. Reads, never copies data. A message of at most kUnwalkedBytes
+// is not walked: its length is returned (protobuf's parse refuses it if it is not a
+// CallRequest).
+absl::StatusOr<uint64_t> CheckCallRequestHead(const grpc::ByteBuffer& bytes);
 
 // What protobuf's parse of an inference.ModelInferRequest may make, from its wire form:
 // its head (every byte but raw_input_contents' data and the data of its inputs' packed
@@ -40,9 +45,8 @@ struct InferRequestBytes {
 
 // The same check for an inference.ModelInferRequest (the Open Inference Protocol): its
 // head at most kMaxHeadBytes. Returns its sizes (above). A message of at most
-// kInferUnwalkedBytes is not walked: all of it is taken as head and as packed 1-byte
-// varints of int64 contents.
-inline constexpr uint64_t kInferUnwalkedBytes = 4 << 10;
+// kUnwalkedBytes is not walked: all of it is taken as head and as packed 1-byte varints
+// of int64 contents.
 absl::StatusOr<InferRequestBytes> CheckInferRequestHead(const grpc::ByteBuffer& bytes);
 
 // Builds one protobuf message as slices. Not thread-safe; single use.

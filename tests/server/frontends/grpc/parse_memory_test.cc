@@ -1,10 +1,12 @@
-// What parsing a ModelInferRequest really costs in memory, against what the front end
-// reserves for it first (kserve::InferParseReservation, from wire::CheckInferRequestHead):
-// requests built to cost the most per byte received (1-byte varints in packed int64
-// contents, thousands of empty inputs, map entries, raw contents, unpacked contents) are
-// parsed into the server's ArenaRequest, and the heap the parse took (glibc's count of
-// bytes in use) must stay within the reservation. These cases are how the reservation's
-// factors were measured; a protobuf that grows its arrays or objects differently fails here.
+// What parsing a request really costs in memory, against what the front end reserves for
+// it first: ModelInferRequest (kserve::InferParseReservation, from
+// wire::CheckInferRequestHead) and myops.v1's CallRequest (CallParseReservation, from
+// wire::CheckCallRequestHead). Requests built to cost the most per byte received (1-byte
+// varints in packed int64 contents and shapes, thousands of empty inputs or arguments,
+// map entries, raw contents, unpacked contents) are parsed into the server's
+// ArenaRequest, and the heap the parse took (glibc's count of bytes in use) must stay
+// within the reservation. These cases are how the reservations' factors were measured; a
+// protobuf that grows its arrays or objects differently fails here.
 #include <malloc.h>
 
 #include <gtest/gtest.h>
@@ -15,8 +17,10 @@
 #include <vector>
 
 #include "frontends/grpc/arena_request.h"
+#include "frontends/myops_v1/call_codec.h"
 #include "frontends/oip/codec.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
+#include "myops/v1/myops.pb.h"
 #include "myops/wire/call_wire.h"
 #include "myops/wire/tensor_wire.h"
 
@@ -39,12 +43,17 @@ std::string Field(int field, const std::string& bytes) {  // length-delimited
   return Varint(static_cast<uint64_t>(field) << 3 | 2) + Varint(bytes.size()) + bytes;
 }
 
+// `count` copies of `piece`.
+std::string Times(const std::string& piece, size_t count) {
+  std::string out;
+  out.reserve(piece.size() * count);
+  for (size_t i = 0; i < count; ++i) out += piece;
+  return out;
+}
+
 // `count` copies of `piece`, then the request's model name.
 std::string Repeated(const std::string& piece, size_t count) {
-  std::string out;
-  out.reserve(piece.size() * count + 16);
-  for (size_t i = 0; i < count; ++i) out += piece;
-  return out + Field(1, "m");
+  return Times(piece, count) + Field(1, "m");
 }
 
 // One input whose contents hold packed field `field` of `bytes` bytes of `byte`.
@@ -95,10 +104,10 @@ std::vector<Case> Cases() {
                    }()});
   cases.push_back({"input parameters", Repeated(Field(5, Field(4, "")), head / 4)});
   cases.push_back({"empty bytes contents",
-                   Field(5, Field(5, Repeated(Field(8, ""), head / 2 - 8))) + Field(1, "m")});
+                   Field(5, Field(5, Times(Field(8, ""), head / 2 - 8))) + Field(1, "m")});
   cases.push_back(
       {"unpacked int64 contents",
-       Field(5, Field(5, Repeated(std::string("\x18\x00", 2), head / 2 - 8))) + Field(1, "m")});
+       Field(5, Field(5, Times(std::string("\x18\x00", 2), head / 2 - 8))) + Field(1, "m")});
   cases.push_back({"unknown fields", Repeated(std::string("\xf8\x01\x00", 3), head / 3)});
   cases.push_back({"a small request",
                    Field(1, "myops::scale_shift") +
@@ -151,11 +160,61 @@ TEST(InferParseMemory, TheHeadCheckCountsPackedArraysByElementSize) {
   // A small message is not walked: all head, all 1-byte int64 varints.
   const std::string small =
       Field(5, Field(1, "x") + Field(5, Field(3, std::string(100, '\1')))) + Field(1, "m");
-  ASSERT_LE(small.size(), wire::kInferUnwalkedBytes);
+  ASSERT_LE(small.size(), wire::kUnwalkedBytes);
   auto unwalked = wire::CheckInferRequestHead(Buffer(small));
   ASSERT_TRUE(unwalked.ok()) << unwalked.status();
   EXPECT_EQ(unwalked->head, small.size());
   EXPECT_EQ(unwalked->packed_arrays, 8 * small.size());
+}
+
+// CallRequests: field 2 arguments { name = 1, value = 2 }; Value { tensor = 1,
+// int_list = 6 { values = 1 }, float_list = 7, tensor_list = 8 { tensors = 1 } };
+// Tensor { shape = 2 (packed), data = 3 }; result_regions = 5.
+std::vector<Case> CallCases() {
+  const size_t head = wire::kMaxHeadBytes - 64;
+  auto call = [](const std::string& fields) { return Field(1, "myops::scale_shift") + fields; };
+  std::vector<Case> cases;
+  cases.push_back({"empty arguments", call(Times(Field(2, ""), head / 2))});
+  cases.push_back({"arguments with empty values", call(Times(Field(2, Field(2, "")), head / 4))});
+  cases.push_back(
+      {"arguments with empty tensors", call(Times(Field(2, Field(2, Field(1, ""))), head / 6))});
+  cases.push_back({"a list of empty tensors",
+                   call(Field(2, Field(2, Field(8, Times(Field(1, ""), head / 2 - 16)))))});
+  cases.push_back({"a packed shape of zeros",
+                   call(Field(2, Field(2, Field(1, Field(2, std::string(head - 16, '\0'))))))});
+  cases.push_back({"a packed int list of zeros",
+                   call(Field(2, Field(2, Field(6, Field(1, std::string(head - 16, '\0'))))))});
+  cases.push_back({"a packed float list",
+                   call(Field(2, Field(2, Field(7, Field(1, std::string(head - 16, '\0'))))))});
+  cases.push_back({"empty result regions", call(Times(Field(5, ""), head / 2))});
+  cases.push_back({"argument names", call(Times(Field(2, Field(1, "a")), head / 5))});
+  cases.push_back(
+      {"a small call", call(Field(2, Field(2, Field(1, Field(2, "\x80\x02") +
+                                                           Field(3, std::string(1024, 'a'))))))});
+  cases.push_back({"a 1 MiB tensor",
+                   call(Field(2, Field(2, Field(1, Field(2, "\x80\x80\x10") +
+                                                       Field(3, std::string(1 << 20, 'a'))))))});
+  return cases;
+}
+
+TEST(CallParseMemory, TheReservationCoversWhatTheParseTakes) {
+  for (const Case& c : CallCases()) {
+    SCOPED_TRACE(c.name);
+    const grpc::ByteBuffer buffer = Buffer(c.bytes);
+    auto head = wire::CheckCallRequestHead(buffer);
+    ASSERT_TRUE(head.ok()) << head.status();
+    const int64_t reserved = CallParseReservation(buffer.Length(), *head);
+    const size_t before = HeapInUse();
+    auto request = std::make_unique<ArenaRequest<myops::v1::CallRequest>>();
+    ASSERT_TRUE(ParseCheckedCallRequest(buffer, request->get()).ok());
+    const auto taken = static_cast<int64_t>(HeapInUse() - before);
+    const auto length = static_cast<int64_t>(buffer.Length());
+    printf("%-40s %9lld bytes, head %7llu: took %10lld (%6.2f/head byte), reserved %10lld\n",
+           c.name.c_str(), static_cast<long long>(length), static_cast<unsigned long long>(*head),
+           static_cast<long long>(taken), static_cast<double>(taken) / static_cast<double>(*head),
+           static_cast<long long>(reserved - length));
+    EXPECT_LE(taken, reserved - length);
+  }
 }
 
 }  // namespace
