@@ -5,6 +5,7 @@ and that its memory stays within the configured budget."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -12,8 +13,9 @@ import grpc
 import pytest
 
 from myops_testing import quick_server
-from myops_testing.hostile_wire import (INFO, call_status, channel, field, float32_request, metrics_port,
-                          request, rss_bytes, settles_to_zero, stream, tensor, unary)
+from myops_testing.hostile_wire import (INFO, call_status, channel, field, float32_request, gauge,
+                                        metrics_port, request, rss_bytes, settles_to_zero, stream,
+                                        tensor, unary)
 
 MiB = 1 << 20
 HEAD_CAP = "fields other than the tensor data take more than 65536 bytes"
@@ -262,6 +264,39 @@ def test_parses_are_reserved_for_what_they_take():
         # serves them: either way not for memory).
         code, details = unary_status(server.address, MODEL_INFER, packed_int64_zeros(64))
         assert "budget" not in details, details
+        healthy(server.address)
+    finally:
+        server.stop()
+
+
+def test_a_trickled_rest_body_holds_only_what_arrived():
+    """A REST body is granted by the budget as it arrives (ReadBodyInSteps), not from its
+    Content-Length up front: a client that announces 16 MiB and sends 100 KiB holds about
+    that (it used to hold the 32 MiB its body and parse were granted), and when it sends
+    nothing more for --stall-timeout-ms it is cut off and what it held returns."""
+    server = quick_server("--http-address", "127.0.0.1:0", "--max-inflight-bytes", str(64 * MiB),
+                          "--metrics-address", "127.0.0.1:0", "--stall-timeout-ms", "1500")
+    try:
+        port = metrics_port(server.log())
+        host, http_port = server.http_address.rsplit(":", 1)
+        header = b'{"inputs":[{"name":"x","shape":[4194304],"datatype":"FP32","parameters":{"binary_data_size":16777216}}]}'
+        length = len(header) + 16 * MiB
+        sock = socket.create_connection((host, int(http_port)))
+        sock.sendall(b"POST /v2/models/myops::scale_shift/infer HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/octet-stream\r\n"
+                     + f"Inference-Header-Content-Length: {len(header)}\r\n"
+                       f"Content-Length: {length}\r\n\r\n".encode() + header + bytes(100 << 10))
+        time.sleep(0.5)
+        held = gauge(port, "myops_memory_held_bytes")
+        assert 0 < held < MiB, f"{held / MiB:.1f} MiB held for 100 KiB sent"
+        # Nothing more comes: cut off after the stall timeout, with the memory returned.
+        sock.settimeout(10)
+        started = time.monotonic()
+        answer = sock.recv(4096)
+        assert time.monotonic() - started < 8
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 400"), answer[:200]
+        sock.close()
+        assert settles_to_zero(port, "myops_memory_held_bytes")
         healthy(server.address)
     finally:
         server.stop()

@@ -34,27 +34,52 @@ struct RestCallState : kserve::InferCall {
   kserve::RestInferRequest request;
   std::vector<kserve::OutputTensor> outputs;  // the response's binary parts view these
   BudgetReservation response_reservation;     // the response's JSON, while built and sent
+  std::vector<BudgetReservation> body_steps;  // the body, granted as it arrived
 };
 
-// Reserves the budget for a body of `bytes` (as received; its JSON part as
-// Inference-Header-Content-Length says) and allocates state->body for it.
-absl::Status AdmitBody(Pipeline* pipeline, int64_t bytes, RestCallState* state) {
+// What parsing a body of `bytes` holds besides the body (its JSON part as
+// Inference-Header-Content-Length says): aligned copies of its binary part (at most the
+// part again) and the parsed JSON.
+int64_t ParseBytes(int64_t bytes, const RestCallState* state) {
   int64_t json_bytes = bytes;  // the JSON part's size as the header claims (checked later)
   if (state->header_length != nullptr) {
     json_bytes = std::min<int64_t>(bytes, std::strtoll(state->header_length, nullptr, 10));
     if (json_bytes < 0) json_bytes = bytes;
   }
-  // Held while parsed: the body, aligned copies of its binary part (at most the part
-  // again), and the parsed JSON.
-  absl::Status status = pipeline->ReserveCallRequest(
-      bytes, bytes + (bytes - json_bytes) + json_bytes * kserve::kJsonBytesPerByte, state);
-  if (status.ok()) state->body.reset(new char[static_cast<size_t>(bytes)]);
+  return (bytes - json_bytes) + json_bytes * kserve::kJsonBytesPerByte;
+}
+
+// Reserves the budget for parsing a body of `bytes` (its JSON part as
+// Inference-Header-Content-Length says): aligned copies of its binary part (at most the
+// part again) and the parsed JSON; and, unless `body_held` (granted in steps as it was
+// read), the body itself, for which it allocates state->body.
+absl::Status AdmitBody(Pipeline* pipeline, int64_t bytes, bool body_held, RestCallState* state) {
+  const int64_t parsed = ParseBytes(bytes, state);
+  absl::Status status =
+      pipeline->ReserveCallRequest(bytes, (body_held ? 0 : bytes) + parsed, state);
+  if (status.ok() && !body_held) state->body.reset(new char[static_cast<size_t>(bytes)]);
   return status;
 }
 
-// Reads the request's body into `state` once the budget has granted it and its parsed
-// JSON; a compressed body (Content-Encoding gzip or deflate) is granted as sent, then as
-// it inflates, then as a plain body. 411 without a Content-Length, 413 over
+// Reads `length` bytes of body into `into`, the budget granting them in steps as they
+// arrive (ReadBodyInSteps) into `steps`; `*http_status` for a failure.
+absl::Status ReadGranted(mg_connection* conn, Pipeline* pipeline, int64_t length, char* into,
+                         std::vector<BudgetReservation>* steps, int* http_status) {
+  int64_t held = 0;
+  absl::Status s = ReadBodyInSteps(conn, length, into, [&](int64_t total) {
+    absl::Status granted = pipeline->ReserveWorkingMemory(total - held, &steps->emplace_back());
+    if (granted.ok()) held = total;
+    return granted;
+  });
+  *http_status = s.ok() || absl::IsInvalidArgument(s) ? 400 : HttpStatusOf(s.code());
+  return s;
+}
+
+// Reads the request's body into `state`, the budget granting it in steps as it arrives
+// and then what parsing it holds (a body that with its parse needs more than the whole
+// budget is refused unread); a compressed body (Content-Encoding gzip or deflate) is
+// granted as sent, then as it inflates, then as a plain body. 411 without a Content-Length, 413
+// over
 // --max-message-bytes (sent or inflated), 415 for another encoding, the budget's refusal,
 // 400 when the client stops sending or the bytes do not inflate: `*http_status` says which.
 absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState* state,
@@ -81,21 +106,34 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
   }
   state->header_length = mg_get_header(conn, "Inference-Header-Content-Length");
   if (*encoding == kserve::Encoding::kIdentity) {
-    if (absl::Status s = AdmitBody(pipeline, length, state); !s.ok()) {
+    // A body that with its parse needs more than the whole budget is refused unread.
+    if (const int64_t need = length + ParseBytes(length, state);
+        need > pipeline->budget().limit()) {
+      BudgetReservation never;
+      absl::Status s = pipeline->ReserveWorkingMemory(need, &never);  // its message
       *http_status = HttpStatusOf(s.code());
       return s;
     }
-    *http_status = 400;
-    return ReadBody(conn, length, state->body.get());
+    // Allocated whole (untouched pages cost nothing), held as it is written.
+    state->body.reset(new char[static_cast<size_t>(length)]);
+    if (absl::Status s =
+            ReadGranted(conn, pipeline, length, state->body.get(), &state->body_steps, http_status);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = AdmitBody(pipeline, length, /*body_held=*/true, state); !s.ok()) {
+      *http_status = HttpStatusOf(s.code());
+      return s;
+    }
+    return absl::OkStatus();
   }
-  BudgetReservation sent_reservation;
-  if (absl::Status s = pipeline->ReserveWorkingMemory(length, &sent_reservation); !s.ok()) {
-    *http_status = HttpStatusOf(s.code());
+  std::vector<BudgetReservation> sent_reservation;
+  std::unique_ptr<char[]> sent(new char[static_cast<size_t>(length)]);
+  if (absl::Status s =
+          ReadGranted(conn, pipeline, length, sent.get(), &sent_reservation, http_status);
+      !s.ok()) {
     return s;
   }
-  std::unique_ptr<char[]> sent(new char[static_cast<size_t>(length)]);
-  *http_status = 400;
-  if (absl::Status s = ReadBody(conn, length, sent.get()); !s.ok()) return s;
   std::vector<BudgetReservation> inflated_reservation;
   std::string inflated;
   absl::Status s = kserve::Inflate(
@@ -106,7 +144,7 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
       },
       &inflated);
   sent.reset();
-  sent_reservation = BudgetReservation();
+  sent_reservation.clear();
   if (!s.ok()) {
     *http_status = s.code() == absl::StatusCode::kInvalidArgument ? 400 : 413;
     if (absl::IsResourceExhausted(s) && !absl::StrContains(s.message(), "--max-message-bytes")) {
@@ -115,7 +153,7 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
     return s;
   }
   const auto bytes = static_cast<int64_t>(inflated.size());
-  if (s = AdmitBody(pipeline, bytes, state); !s.ok()) {
+  if (s = AdmitBody(pipeline, bytes, /*body_held=*/false, state); !s.ok()) {
     *http_status = HttpStatusOf(s.code());
     return s;
   }

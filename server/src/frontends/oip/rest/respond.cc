@@ -3,6 +3,7 @@
 
 #include <civetweb.h>
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -105,6 +106,25 @@ void RespondError(mg_connection* conn, const absl::Status& status) {
 absl::Status ReadBody(mg_connection* conn, int64_t length, char* into) {
   for (int64_t got = 0; got < length;) {
     const int n = mg_read(conn, into + got, static_cast<size_t>(length - got));
+    if (n <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the client sent ", got, " of the body's ", length, " bytes"));
+    }
+    got += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadBodyInSteps(mg_connection* conn, int64_t length, char* into,
+                             const std::function<absl::Status(int64_t total)>& grant) {
+  constexpr int64_t kFirstStep = 64 << 10;
+  int64_t granted = 0;
+  for (int64_t got = 0; got < length;) {
+    if (got == granted) {
+      granted = std::min(length, std::max(kFirstStep, 2 * got));
+      if (absl::Status s = grant(granted); !s.ok()) return s;
+    }
+    const int n = mg_read(conn, into + got, static_cast<size_t>(granted - got));
     if (n <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("the client sent ", got, " of the body's ", length, " bytes"));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -28,7 +29,15 @@ void RespondError(mg_connection* conn, int http_status, const absl::Status& stat
 void RespondError(mg_connection* conn, const absl::Status& status);
 
 // Reads the request body's `length` bytes into `into`; INVALID_ARGUMENT saying how many
-// came when the client stops sending (or civetweb's request timeout cuts it off).
+// came when the client stops sending (civetweb's request timeout, --stall-timeout-ms,
+// cuts a silent client off).
 absl::Status ReadBody(mg_connection* conn, int64_t length, char* into);
+
+// ReadBody in steps, each granted first: `grant(total)` is asked to hold `total` bytes of
+// the body before they are read, `total` at most twice what has arrived (64 KiB at
+// first), so that what a body holds is backed by the bytes its client sent. Its refusal
+// is returned as is.
+absl::Status ReadBodyInSteps(mg_connection* conn, int64_t length, char* into,
+                             const std::function<absl::Status(int64_t total)>& grant);
 
 }  // namespace myops::server

@@ -49,7 +49,9 @@ absl::StatusOr<std::unique_ptr<KServeHttp>> KServeHttp::Start(const HttpOptions&
   // No document_root: civetweb serves no files; begin_request answers every request.
   const std::string threads = std::to_string(kThreads);
   const std::string queue = std::to_string(kQueuedConnections);
-  const std::string request_timeout = std::to_string(kRequestTimeoutMs);
+  // A client that sends no byte of its request, or takes none of its response, for this
+  // long is cut off (civetweb's timeout restarts with each byte): --stall-timeout-ms.
+  const std::string request_timeout = std::to_string(pipeline->limits().stall_timeout_ms);
   const std::string keep_alive_timeout = std::to_string(kKeepAliveTimeoutMs);
   const std::string header_bytes = std::to_string(kMaxHeaderBytes);
   const char* civet_options[] = {"listening_ports",

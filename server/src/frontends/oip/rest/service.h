@@ -69,7 +69,6 @@ class KServeHttp {
  public:
   static constexpr int kThreads = 32;               // connections served at once
   static constexpr int kQueuedConnections = 64;     // accepted, waiting for a thread
-  static constexpr int kRequestTimeoutMs = 30000;   // to send a request or take a response
   static constexpr int kKeepAliveTimeoutMs = 5000;  // an idle connection is closed after
   static constexpr int kMaxHeaderBytes = 16384;
 
