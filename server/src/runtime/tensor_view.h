@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,15 @@ struct TensorLimits {
   int64_t max_elements = int64_t{1} << 28;
   int64_t max_bytes = int64_t{256} << 20;
   int max_dims = 64;
+
+  // The limits of a tensor in a shared memory region: the same elements and dimensions
+  // (what an operator is asked to compute on), bytes bounded by the region instead of
+  // the message size.
+  TensorLimits InRegion() const {
+    TensorLimits limits = *this;
+    limits.max_bytes = std::numeric_limits<int64_t>::max();
+    return limits;
+  }
 };
 
 // A writable view of the same kind (on the server: the response message's buffer).

@@ -27,10 +27,12 @@ SCALE_SHIFT = "myops::scale_shift"
 
 @pytest.fixture(scope="module")
 def server():
-    # A budget and message limit far below the 64 MiB tensors of the in-place test.
+    # A budget and message limit far below the 64 MiB tensors of the in-place test; an
+    # element limit above the 2 GiB tensor's (region tensors obey --max-elements too).
     s = ServerProcess("--load-library", str(TEST_OPS), "--ops", "myops::*,myops_test::*",
                       "--allow-shared-memory", "--max-inflight-bytes", str(48 << 20),
-                      "--max-message-bytes", str(4 << 20), "--shared-memory-max-regions", "8")
+                      "--max-message-bytes", str(4 << 20), "--shared-memory-max-regions", "8",
+                      "--max-elements", str(1 << 30))
     yield s
     s.close()
 
@@ -201,7 +203,8 @@ def test_large_tensor_beyond_message_and_budget_is_computed_in_place(client, reg
 
 
 def test_tensor_beyond_2_gib(client, regions):
-    # No gRPC message can carry it (2 GiB at most); through regions the limit is theirs.
+    # No gRPC message can carry it (2 GiB at most); through regions the limits are the
+    # region's size and --max-elements.
     n = (2**31 + 4096) // 4
     rin, _, hin = regions.make(n * 4)
     rout, _, hout = regions.make(n * 4)

@@ -2,7 +2,6 @@
 #include "frontends/myops_v1/call_shm.h"
 
 #include <cstring>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "frontends/myops_v1/codec.h"
@@ -30,9 +29,7 @@ absl::StatusOr<TensorView> DecodeRegionTensor(const myops::v1::Tensor& t, const 
   if (!t.data().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(field, " has both data and shared_memory"));
   }
-  TensorLimits in_region = limits;
-  in_region.max_elements = in_region.max_bytes = std::numeric_limits<int64_t>::max();
-  auto view = DecodeTensorHead(t, t.shared_memory().byte_size(), field, in_region);
+  auto view = DecodeTensorHead(t, t.shared_memory().byte_size(), field, limits.InRegion());
   if (!view.ok()) return view;
   const DTypeInfo* info = FindDTypeInfo(view->dtype);
   const bool in_place = info != nullptr && info->is_floating;

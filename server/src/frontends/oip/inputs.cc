@@ -185,10 +185,8 @@ absl::Status DecodeInferRequest(const ModelInferRequest& request, std::string mo
     const std::string field = InputField(request.inputs(i).name(), out->model);
     absl::StatusOr<InputTensor> in;
     if (!in_region.empty() && in_region[static_cast<size_t>(i)]) {
-      // The region bounds it: the message and tensor limits are about received bytes.
-      TensorLimits region_limits = limits;
-      region_limits.max_elements = region_limits.max_bytes = std::numeric_limits<int64_t>::max();
-      in = InputHead(request, i, field, region_limits);
+      // The region bounds its bytes; its elements are limited as any tensor's.
+      in = InputHead(request, i, field, limits.InRegion());
       if (in.ok() && request.inputs(i).has_contents()) {
         in = absl::InvalidArgumentError(
             absl::StrCat(field, " has both contents and a shared memory region"));

@@ -39,9 +39,10 @@ CallRequest ScaleShift(int64_t n, const std::string& in, const std::string& out)
 
 class CallShmTest : public ::testing::Test {
  protected:
-  void Start(bool allow) {
+  void Start(bool allow, int64_t max_elements = TensorLimits{}.max_elements) {
     ServerOptions options = testing::LoopbackOptions();
     options.shared_memory.allow = allow;
+    options.limits.tensor.max_elements = max_elements;
     options.executor.ops = "myops::*,aten::add.Tensor,aten::size";
     t_ = testing::StartServer(options);
     ASSERT_TRUE(t_.server);
@@ -162,6 +163,37 @@ TEST_F(CallShmTest, ErrorsNameTheProblem) {
   status = Call(small_result, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
   EXPECT_NE(status.error_message().find("result 0"), std::string::npos);
+}
+
+// A tensor in a region obeys --max-elements as an inline one does, on both protocols:
+// an operator is never asked to compute on more elements than the server allows (its
+// bytes are bounded by the region instead of the message size).
+TEST_F(CallShmTest, RegionTensorsObeyTheElementLimit) {
+  Start(true, /*max_elements=*/8);
+  testing::ShmObject in("v1_limit", 64);
+  ASSERT_TRUE(testing::RegisterRegion(*kserve_, "limit", in, 64).ok());
+  CallResponse response;
+  grpc::Status status = Call(ScaleShift(16, "limit", ""), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("limit is 8"), std::string::npos)
+      << status.error_message();
+  EXPECT_TRUE(Call(ScaleShift(8, "limit", ""), &response).ok());
+
+  inference::ModelInferRequest infer;
+  infer.set_model_name("myops::scale_shift");
+  auto* x = infer.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  x->add_shape(16);
+  (*x->mutable_parameters())["shared_memory_region"].set_string_param("limit");
+  (*x->mutable_parameters())["shared_memory_byte_size"].set_int64_param(64);
+  (*infer.mutable_parameters())["alpha"].set_double_param(2.0);
+  (*infer.mutable_parameters())["beta"].set_double_param(0.5);
+  inference::ModelInferResponse infer_response;
+  grpc::ClientContext ctx;
+  status = kserve_->ModelInfer(&ctx, infer, &infer_response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("8 elements"), std::string::npos) << status.error_message();
 }
 
 // inline_unfit_results: a result that does not fit its region (or is no tensor) comes

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -264,13 +263,12 @@ absl::Status ParseInput(const Json& j, size_t index, const std::string& model,
   }
   const auto data = j.find("data");
   if (!shm->empty()) {
-    // Its bytes are in a region (the front end resolves it): the region bounds its size.
+    // Its bytes are in a region (the front end resolves it): the region bounds its size,
+    // its elements are limited as any tensor's.
     if (binary_size || data != j.end()) {
       return Invalid(field, "names a shared memory region and also carries data");
     }
-    TensorLimits in_region = limits;
-    in_region.max_elements = in_region.max_bytes = std::numeric_limits<int64_t>::max();
-    auto numel = Elements(in->shape, in->type->size, field, in_region);
+    auto numel = Elements(in->shape, in->type->size, field, limits.InRegion());
     if (!numel.ok()) return numel.status();
     in->count = *numel;
     return absl::OkStatus();

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -167,6 +169,25 @@ TEST(KServeJson, MalformedRequestsNameWhatIsWrong) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.json;
     EXPECT_THAT(status.message(), HasSubstr(c.message)) << c.json;
   }
+}
+
+// An input in a shared memory region obeys the element limit (its bytes: the region's).
+TEST(KServeJson, RegionInputsObeyTheElementLimit) {
+  TensorLimits limits;
+  limits.max_elements = 8;
+  limits.max_bytes = 16;  // the message's: not a region tensor's
+  auto input = [](int n) {
+    return absl::StrCat(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [)", n,
+                        R"(], "parameters": {"shared_memory_region": "r",
+                        "shared_memory_byte_size": )",
+                        4 * n, "}}]}");
+  };
+  RestInferRequest ok, refused;
+  EXPECT_TRUE(ParseInferRequestJson(kModel, BodyParts{input(8), ""}, limits, &ok).ok());
+  const absl::Status status =
+      ParseInferRequestJson(kModel, BodyParts{input(9), ""}, limits, &refused);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("9 elements"), absl::string_view::npos) << status;
 }
 
 TEST(KServeJson, DeepNestingIsRefusedBeforeParsing) {
