@@ -104,15 +104,7 @@ void RespondError(mg_connection* conn, const absl::Status& status) {
 }
 
 absl::Status ReadBody(mg_connection* conn, int64_t length, char* into) {
-  for (int64_t got = 0; got < length;) {
-    const int n = mg_read(conn, into + got, static_cast<size_t>(length - got));
-    if (n <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the client sent ", got, " of the body's ", length, " bytes"));
-    }
-    got += n;
-  }
-  return absl::OkStatus();
+  return ReadBodyInSteps(conn, length, into, [](int64_t) { return absl::OkStatus(); });
 }
 
 absl::Status ReadBodyInSteps(mg_connection* conn, int64_t length, char* into,
