@@ -200,6 +200,11 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
     job.deadline = std::min(job.deadline, received + timeout);
   }
   job.is_cancelled = std::move(is_cancelled);
+  // Result 0 is budgeted before the op allocates it where the runtime can tell its size
+  // first: an op asked for more than the budget grants fails without allocating it.
+  state->call.grant_result = [this, state](int64_t bytes) {
+    return ReserveWorkingMemory(bytes, &state->result_grant);
+  };
   const int64_t decode_ns = Nanos(Clock::now() - start);
   executor_->Submit(std::move(job), [this, state, start, decode_ns, &op, done = std::move(done)](
                                         absl::Status status, const JobTiming& t) {
@@ -212,8 +217,8 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
             absl::StrCat("the results of ", op.QualifiedName(), " take ", result_bytes,
                          " bytes, more than the largest message this server sends (",
                          limits_.max_message_bytes, " bytes, --max-message-bytes)"));
-      } else {
-        status = ReserveWorkingMemory(result_bytes, &state->result_reservation);
+      } else if (const int64_t rest = result_bytes - state->result_grant.bytes(); rest > 0) {
+        status = ReserveWorkingMemory(rest, &state->result_reservation);
       }
       if (!status.ok()) {
         state->call.results.clear();  // and with them their memory

@@ -75,7 +75,8 @@ struct CallState {
   std::vector<NamedValue> args;
   OpCall call;
   BudgetReservation request_reservation;
-  BudgetReservation result_reservation;
+  BudgetReservation result_grant;        // result 0, granted before the op ran (grant_result)
+  BudgetReservation result_reservation;  // the results beyond result_grant, once they exist
   int64_t received_bytes = 0;
   // The front end's own limit on the request, from its receipt (KServe's "timeout"
   // parameter), on top of the RPC's deadline; 0: none.

@@ -16,6 +16,8 @@ std::string Text(const c10::Error& e) { return e.what_without_backtrace(); }
 absl::Status StatusFromException(std::exception_ptr e, bool operator_call) {
   try {
     std::rethrow_exception(e);
+  } catch (const CallRefused& refused) {
+    return refused.status();
   } catch (const c10::TypeError& err) {
     return absl::InvalidArgumentError(Text(err));
   } catch (const c10::ValueError& err) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <exception>
+#include <utility>
 
 #include "absl/status/status.h"
 
@@ -16,5 +17,17 @@ namespace myops::server {
 // how kernels check their arguments (TORCH_CHECK: a dtype, a shape), the caller's to
 // fix, as the RuntimeError a local call raises. Its more specific kinds map as above.
 absl::Status StatusFromException(std::exception_ptr e, bool operator_call = false);
+
+// A status an operator call ends with, thrown from the runtime's own code inside the
+// call (OpCall::grant_result's refusal); StatusFromException returns it as it is.
+class CallRefused : public std::exception {
+ public:
+  explicit CallRefused(absl::Status status) : status_(std::move(status)) {}
+  const absl::Status& status() const { return status_; }
+  const char* what() const noexcept override { return "the call was refused"; }
+
+ private:
+  absl::Status status_;
+};
 
 }  // namespace myops::server

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "runtime/tensor_view.h"
 
 namespace myops::server {
@@ -101,6 +102,12 @@ struct OpCall {
     std::function<void*(const Layout& layout, int64_t bytes)> allocate;
   };
   OutputBuffer result_buffer;
+  // Asked, on the running thread, to grant result 0's bytes before the op runs, when the
+  // runtime can tell its layout first (a pointwise op's from its tensor argument, others'
+  // from their Meta kernel) and it is not computed into result_buffer. A refusal ends the
+  // call with that status before the result is allocated. Null: not asked (the front end
+  // budgets the results once they exist).
+  std::function<absl::Status(int64_t bytes)> grant_result;
 };
 
 }  // namespace myops::server

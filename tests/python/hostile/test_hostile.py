@@ -300,3 +300,28 @@ def test_a_trickled_rest_body_holds_only_what_arrived():
         healthy(server.address)
     finally:
         server.stop()
+
+
+def test_an_output_the_budget_cannot_hold_is_refused_before_it_is_allocated():
+    """A 16-byte input asking aten::repeat for 1 GiB: the runtime sizes result 0 with the
+    op's Meta kernel and asks the budget first (OpCall::grant_result), so the call fails
+    with RESOURCE_EXHAUSTED and the server never allocates the gigabyte (it used to
+    compute it, then refuse to send it)."""
+    import numpy as np
+
+    import myops_client
+
+    server = quick_server("--ops", "myops::*,aten::repeat", "--max-inflight-bytes", str(64 * MiB))
+    try:
+        baseline = rss_bytes(server.process.pid)
+        sampler = RssSampler(server.process.pid)
+        with myops_client.Client(server.address, timeout=60.0) as c:
+            with pytest.raises(myops_client.ResourceExhausted, match="memory budget"):
+                c.ops.aten.repeat(np.ones(4, np.float32), [1 << 26])
+            small = c.ops.aten.repeat(np.arange(4, dtype=np.float32), [3])
+            assert small.tolist() == [0, 1, 2, 3] * 3
+        growth = sampler.stop() - baseline
+        assert growth < 256 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
+        healthy(server.address)
+    finally:
+        server.stop()

@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "runtime/exception_status.h"
 #include "runtime/op_registry.h"
 #include "runtime/torch/op_handles.h"
 #include "runtime/torch/runner.h"
@@ -359,6 +362,54 @@ TEST(RunBoxedAllocateTest, TheResultDtypeIsToldOncePerArgumentDtype) {
 }
 
 // Pointwise ops (at::Tag::pointwise) are listed so: hosts may batch them along dimension 0.
+// OpCall::grant_result is asked for result 0's bytes before an op allocates it: for a
+// pointwise op from its argument, for others from the Meta kernel, at any size; its
+// refusal ends the call (CallRefused, the status as it is) with no result made.
+TEST(RunBoxedGrantTest, ResultsAreGrantedBeforeTheOpRuns) {
+  auto registry = Registry();
+  std::vector<float> a(256, 0.5f), b(256, 2.0f);
+  auto sin_call = [&] {
+    OpCall call;
+    call.op = *registry->Find("aten::sin");
+    EXPECT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(call.op)],
+                              {{"", Tensor(a.data(), {256}, DType::kFloat32, 1024)}}, &call)
+                    .ok());
+    return call;
+  };
+  auto add_call = [&] {
+    // Broadcast [256] + [1]: the result's size is the Meta kernel's to tell.
+    return AddCall(*registry, Tensor(a.data(), {256}, DType::kFloat32, 1024),
+                   Tensor(b.data(), {1}, DType::kFloat32, 4));
+  };
+  for (auto make : {std::function<OpCall()>(sin_call), std::function<OpCall()>(add_call)}) {
+    OpCall call = make();
+    std::vector<int64_t> asked;
+    call.grant_result = [&asked](int64_t bytes) {
+      asked.push_back(bytes);
+      return absl::OkStatus();
+    };
+    RunBoxed(registry->handles()->ops.at(static_cast<size_t>(call.op)), call,
+             c10::Device(c10::kCPU));
+    EXPECT_EQ(asked, std::vector<int64_t>{1024});
+    ASSERT_EQ(call.results.size(), 1u);
+    EXPECT_EQ(call.results[0].tensor.bytes, 1024);
+
+    OpCall refused = make();
+    refused.grant_result = [](int64_t bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat("no room for ", bytes, " bytes"));
+    };
+    try {
+      RunBoxed(registry->handles()->ops.at(static_cast<size_t>(refused.op)), refused,
+               c10::Device(c10::kCPU));
+      ADD_FAILURE() << "not refused";
+    } catch (...) {
+      const absl::Status status = StatusFromException(std::current_exception(), true);
+      EXPECT_EQ(status, absl::ResourceExhaustedError("no room for 1024 bytes"));
+    }
+    EXPECT_TRUE(refused.results.empty());
+  }
+}
+
 TEST(OpRegistryTest, PointwiseOpsAreMarked) {
   auto registry = Registry();
   const auto& ops = registry->ops();
