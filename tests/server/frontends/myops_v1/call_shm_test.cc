@@ -175,8 +175,7 @@ TEST_F(CallShmTest, RegionTensorsObeyTheElementLimit) {
   CallResponse response;
   grpc::Status status = Call(ScaleShift(16, "limit", ""), &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
-  EXPECT_NE(status.error_message().find("limit is 8"), std::string::npos)
-      << status.error_message();
+  EXPECT_NE(status.error_message().find("limit is 8"), std::string::npos) << status.error_message();
   EXPECT_TRUE(Call(ScaleShift(8, "limit", ""), &response).ok());
 
   inference::ModelInferRequest infer;
