@@ -67,10 +67,17 @@ EXTERNAL = [
         "the runtime, pipeline and shared memory are protocol-neutral",
     ),
     (
-        "civetweb/JSON",
-        re.compile(r"^civetweb\.h$|^nlohmann/"),
+        "civetweb",
+        re.compile(r"^civetweb\.h$"),
         ["http", "frontends/oip/rest", ""],
         "HTTP belongs to the listener and the REST binding",
+    ),
+    (
+        "JSON",
+        re.compile(r"^nlohmann/"),
+        ["http", "frontends/oip/rest", "runtime/*.cc", ""],
+        "JSON bodies belong to the REST binding; the runtime's sources read programs' "
+        "package metadata (runtime/program.cc)",
     ),
     (
         "prometheus",

@@ -35,6 +35,16 @@ void AddExecutorFlags(CLI::App& app, ExecutorOptions* e) {
                      "Operators served, comma-separated: namespace::*, namespace::op, "
                      "namespace::op.overload (aten and other built-ins only when named)"),
       "MYOPS_OPS");
+  env(app.add_option("--program", e->programs,
+                     "NAME=PATH: serve the AOTInductor package PATH (.pt2, made with "
+                     "myops.export.package) as model NAME, loaded after the libraries; "
+                     "repeatable (environment: ','-separated)")
+          ->delimiter(',')
+          ->check([](const std::string& text) {
+            auto spec = ParseProgramSpec(text);
+            return spec.ok() ? std::string() : std::string(spec.status().message());
+          }),
+      "MYOPS_PROGRAM");
   env(app.add_option("--cpu-workers", e->cpu_workers,
                      "CPU worker threads (0: one per hardware thread)")
           ->check(CLI::NonNegativeNumber),

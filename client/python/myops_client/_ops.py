@@ -199,22 +199,23 @@ class Overload:
 
 class Catalog:
     """The server's listing by operator: ``"ns::op"`` -> its overloads
-    (the default first, then as listed). Immutable; shared by the ``ops``
-    trees of every option set of one client."""
+    (the default first, then as listed), and exported programs (served with
+    ``--program NAME=PATH``) by their ``NAME``, which has no namespace and so
+    is callable with ``call`` only. Immutable; shared by the ``ops`` trees of
+    every option set of one client."""
 
     def __init__(self, listing: Iterable[dict[str, Any]]) -> None:
         self.ops: dict[str, list[Overload]] = {}
         for info in listing:
             overload = Overload(info)
-            if "::" not in overload.name:
-                continue
             self.ops.setdefault(overload.name, []).append(overload)
         for overloads in self.ops.values():
             overloads.sort(key=lambda o: o.overload != "")
         self.namespaces: dict[str, list[str]] = {}
         for name in sorted(self.ops):
-            namespace, _, op = name.partition("::")
-            self.namespaces.setdefault(namespace, []).append(op)
+            namespace, colons, op = name.partition("::")
+            if colons:
+                self.namespaces.setdefault(namespace, []).append(op)
 
     def resolve(self, op: str) -> tuple[list[Overload], str | None]:
         """The overloads of "ns::op" or "ns::op.overload" and the overload
@@ -234,7 +235,7 @@ class Catalog:
     def call(self, context: Context, op: str, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Any:
         """``Client.call``: runs op "ns::name" (overload chosen by the
-        arguments) or "ns::name.overload"."""
+        arguments), "ns::name.overload" or program "NAME"."""
         overloads, wanted = self.resolve(op)
         if wanted is None:
             return call_packet(context, overloads, args, kwargs)

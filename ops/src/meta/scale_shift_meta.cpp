@@ -10,7 +10,9 @@ namespace {
 
 at::Tensor scale_shift_meta(const at::Tensor& x, double /*alpha*/, double /*beta*/) {
   detail::check_input(x, "myops::scale_shift");
-  return at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  // Symbolic sizes: under torch.export with a dynamic dimension the result keeps it
+  // (x.sizes() would specialize the dimension to the example's value).
+  return at::empty_symint(x.sym_sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
 }
 
 at::Tensor& scale_shift_inplace_meta(at::Tensor& x, double /*alpha*/, double /*beta*/) {
@@ -21,7 +23,7 @@ at::Tensor& scale_shift_inplace_meta(at::Tensor& x, double /*alpha*/, double /*b
 at::Tensor& scale_shift_out_meta(const at::Tensor& x, double /*alpha*/, double /*beta*/,
                                  at::Tensor& out) {
   detail::check_out(x, out, "myops::scale_shift.out");
-  at::native::resize_output(out, x.sizes());
+  at::native::resize_output_symint(out, x.sym_sizes());
   return out;
 }
 

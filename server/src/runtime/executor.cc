@@ -230,7 +230,13 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorOptions
   }
   auto patterns = OpPatterns::Parse(options.ops);
   if (!patterns.ok()) return patterns.status();
-  auto registry = OpRegistry::Build(*patterns);
+  std::vector<ProgramSpec> programs;
+  for (const std::string& text : options.programs) {
+    auto spec = ParseProgramSpec(text);
+    if (!spec.ok()) return spec.status();
+    programs.push_back(*std::move(spec));
+  }
+  auto registry = OpRegistry::Build(*patterns, programs, {*devices, options.cpu_workers});
   if (!registry.ok()) return registry.status();
   info.registry = std::move(*registry);
   return StartExecutor(options, std::move(*devices), std::move(info), MakeCudaRunner);

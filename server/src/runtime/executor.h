@@ -28,6 +28,7 @@ struct ExecutorOptions {
   std::string devices = "auto";        // "auto" (all GPUs then cpu, or cpu) or a --devices list
   std::string ops = "myops::*";        // the served operators (--ops; OpPatterns)
   std::vector<std::string> libraries;  // operator libraries to load first (--load-library)
+  std::vector<std::string> programs;   // exported programs, NAME=PATH (--program; program.h)
   std::string libpython;     // for libraries that are Python extensions (library_loader.h)
   int cpu_workers = 0;       // 0: one per hardware thread
   int cuda_workers = 4;      // per GPU; each owns one CUDA stream
@@ -75,7 +76,7 @@ struct RuntimeInfo {
 class Executor {
  public:
   // Loads the operator libraries, detects devices, builds the registry of the served
-  // operators (--ops), starts workers.
+  // operators (--ops) and programs (--program), starts workers.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(const ExecutorOptions& options);
   virtual ~Executor() = default;
 

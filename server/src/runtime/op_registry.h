@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/program.h"
 #include "runtime/value.h"
 
 namespace myops::server {
@@ -42,6 +44,9 @@ struct ArgInfo {
   bool has_default = false;
   std::string default_text;
   bool kwarg_only = false;
+  // A program's tensor: what it accepts (arguments) or returns. Unset for operators,
+  // whose tensors may have any dtype and shape their kernels accept.
+  std::optional<TensorSignature> signature;
 };
 
 struct OpInfo {
@@ -59,6 +64,10 @@ struct OpInfo {
   bool pointwise = false;
   bool served = false;
   std::string reason;  // why not served
+  // An exported program (--program NAME=PATH, runtime/program.h), not an operator: `name`
+  // is its NAME (no namespace), its arguments and returns are tensors with signatures, and
+  // `schema` describes them.
+  bool program = false;
 
   std::string QualifiedName() const;  // name or name.overload
 };
@@ -77,10 +86,14 @@ class OpPatterns {
 
 class OpRegistry {
  public:
-  // Describes every registered operator that matches `patterns` (in op_registry.cc, the
+  // Describes every registered operator that matches `patterns` (in op_table.cc, the
   // torch side). INVALID_ARGUMENT when a pattern names a specific op that is not
-  // registered (a typo, or a library that was not loaded).
-  static absl::StatusOr<std::shared_ptr<const OpRegistry>> Build(const OpPatterns& patterns);
+  // registered (a typo, or a library that was not loaded). Then loads `programs`
+  // (runtime/program.h) for `devices`: FAILED_PRECONDITION naming the package when one
+  // cannot be loaded or calls an operator that is not registered.
+  static absl::StatusOr<std::shared_ptr<const OpRegistry>> Build(
+      const OpPatterns& patterns, const std::vector<ProgramSpec>& programs = {},
+      const ProgramPlacement& placement = {});
   // For tests: a registry of given descriptions (no torch handles; not runnable).
   explicit OpRegistry(std::vector<OpInfo> ops);
 

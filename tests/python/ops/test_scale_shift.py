@@ -123,6 +123,23 @@ def test_torch_compile_fullgraph(device):
         torch.testing.assert_close(compiled(x), fn(x), msg=name)
 
 
+def test_export_keeps_a_dynamic_dimension():
+    # The Meta kernels use symbolic sizes: torch.export with a dynamic batch keeps it
+    # dynamic through scale_shift and its out= variant (concrete sizes would specialize it).
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            y = torch.ops.myops.scale_shift(x, 2.0, 1.0)
+            return torch.ops.myops.scale_shift.out(y, 0.5, 0.0, out=torch.empty_like(y))
+
+    batch = torch.export.Dim("batch", min=2, max=64)
+    exported = torch.export.export(Model(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: batch}})
+    [output] = [n for n in exported.graph.nodes if n.op == "output"]
+    size = output.args[0][0].meta["val"].shape[0]
+    assert not isinstance(size, int), "the batch dimension was specialized"
+    x = torch.randn(7, 4)
+    torch.testing.assert_close(exported.module()(x), (x * 2 + 1) * 0.5)
+
+
 def test_meta_device():
     x = torch.empty(4, 6, dtype=torch.bfloat16, device="meta").t()
     y = OPS.scale_shift(x, 2.0, 1.0)

@@ -294,6 +294,14 @@ absl::StatusOr<std::vector<NamedValue>> RequestArguments(const OpInfo& op,
 ModelSpec DescribeOp(const OpInfo& op) {
   // The datatype and shape an input or output of this kind is described with; false: none.
   auto describe = [](const ArgInfo& a, TensorSpec* t) {
+    if (a.signature.has_value()) {  // a program's tensor: its dtype, -1 for dynamic sizes
+      t->datatype = DatatypeOf(a.signature->dtype)->name, t->tensor = true;
+      t->shape.clear();
+      for (const TensorSignature::Dim& d : a.signature->dims) {
+        t->shape.push_back(d.is_static() ? d.min : -1);
+      }
+      return true;
+    }
     switch (a.kind) {
       case ArgKind::kTensor:
       case ArgKind::kTensorList:  // each element (arguments) or the list (returns)

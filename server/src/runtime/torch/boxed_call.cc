@@ -8,6 +8,8 @@
 #include <c10/util/accumulate.h>
 
 #include "runtime/exception_status.h"
+#include "runtime/program.h"
+#include "runtime/torch/program_package.h"
 #include "runtime/torch/runner.h"
 
 namespace myops::server {
@@ -188,7 +190,7 @@ std::optional<at::Tensor> MetaResult(const c10::OperatorHandle& op, const OpCall
 // Result 0's layout for `call` as the op's Meta kernel tells it; nullopt when it cannot
 // tell, or the result has no wire dtype.
 std::optional<OpCall::OutputBuffer::Layout> MetaLayout(const OpHandle& op, const OpCall& call) {
-  std::optional<at::Tensor> meta = MetaResult(op.op, call);
+  std::optional<at::Tensor> meta = MetaResult(*op.op, call);
   if (!meta.has_value()) return std::nullopt;
   const std::optional<DType> dtype = FromScalarType(meta->scalar_type());
   if (!dtype.has_value()) return std::nullopt;
@@ -264,7 +266,7 @@ bool RunIntoBuffer(const OpHandle& op, OpCall::OutputBuffer::Layout layout, OpCa
   }
   at::Tensor out = WrapCpu(data, layout.shape, layout.dtype);
   if (static_cast<int64_t>(out.nbytes()) > capacity) return false;
-  torch::jit::Stack stack = Arguments(op.op.schema(), call, c10::Device(c10::kCPU));
+  torch::jit::Stack stack = Arguments(op.op->schema(), call, c10::Device(c10::kCPU));
   stack.push_back(out);
   op.out->callBoxed(stack);
   call.results.clear();
@@ -286,9 +288,24 @@ bool RunIntoBuffer(const OpHandle& op, OpCall::OutputBuffer::Layout layout, OpCa
   return true;
 }
 
+// Runs a program's call: its inputs checked against the signature, on `device`.
+void RunProgram(const ProgramPackage& program, OpCall& call, c10::Device device) {
+  if (absl::Status checked = CheckProgramInputs(program.info(), call); !checked.ok()) {
+    throw CallRefused(std::move(checked));
+  }
+  std::vector<at::Tensor> inputs;
+  inputs.reserve(call.args.size());
+  for (const std::optional<Value>& arg : call.args) inputs.push_back(ToTensor(arg->tensor, device));
+  std::vector<at::Tensor> outputs = program.Run(std::move(inputs), device);
+  call.results.clear();
+  call.results.reserve(outputs.size());
+  for (at::Tensor& t : outputs) call.results.push_back(ToResult(std::move(t), call));
+}
+
 }  // namespace
 
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
+  if (op.program != nullptr) return RunProgram(*op.program, call, device);
   const OpCall::OutputBuffer& buffer = call.result_buffer;
   if (device.is_cpu() && op.out.has_value() &&
       (buffer.data != nullptr || buffer.allocate != nullptr)) {
@@ -296,8 +313,8 @@ void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
     if (layout.has_value() && RunIntoBuffer(op, *std::move(layout), call)) return;
   }
   if (call.grant_result) GrantResult(op, call);
-  torch::jit::Stack stack = Arguments(op.op.schema(), call, device);
-  op.op.callBoxed(stack);
+  torch::jit::Stack stack = Arguments(op.op->schema(), call, device);
+  op.op->callBoxed(stack);
   call.results.clear();
   call.results.reserve(stack.size());
   for (const c10::IValue& v : stack) call.results.push_back(ToResult(v, call));

@@ -40,16 +40,19 @@ class ResultDtypes {
   std::array<std::atomic<int8_t>, kNumDTypes + 1> by_input_;  // indexed by wire value
 };
 
+class ProgramPackage;  // runtime/torch/program_package.h
+
 // One listed operator's handles: the operator, and its out= overload when it has one
 // that a result can be computed into (op_table.cc's FindOutOverload: the same arguments
 // plus `*, Tensor(a!) out`, one Tensor returned, and a Meta kernel that tells the result's
-// shape and dtype before it runs).
+// shape and dtype before it runs). For a program (OpInfo::program), its package instead.
 struct OpHandle {
-  c10::OperatorHandle op;
+  std::optional<c10::OperatorHandle> op;
   std::optional<c10::OperatorHandle> out;
   // Set for ops with an out= overload whose one tensor argument decides the result's
   // layout: their results are computed into a host's buffer at every size.
   std::shared_ptr<ResultDtypes> result_dtypes;
+  std::shared_ptr<const ProgramPackage> program;
 };
 
 struct OpRegistry::Handles {

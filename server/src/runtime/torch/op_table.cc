@@ -1,5 +1,6 @@
 // The torch half of the operator registry (see op_registry.h): reads PyTorch's operator
-// table (c10::Dispatcher) and describes each matching schema without torch types.
+// table (c10::Dispatcher) and describes each matching schema without torch types; adds
+// the exported programs (runtime/torch/program_package.h).
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/function_schema.h>
 
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "runtime/torch/op_handles.h"
+#include "runtime/torch/program_package.h"
 
 namespace myops::server {
 namespace {
@@ -202,11 +204,14 @@ struct OpRegistryBuilder {
   }
 };
 
-absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatterns& patterns) {
+absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(
+    const OpPatterns& patterns, const std::vector<ProgramSpec>& programs,
+    const ProgramPlacement& placement) {
   c10::Dispatcher& dispatcher = c10::Dispatcher::singleton();
   struct Entry {
     OpInfo info;
-    c10::OperatorHandle handle;
+    std::optional<c10::OperatorHandle> handle;      // an operator's
+    std::shared_ptr<const ProgramPackage> program;  // or a program's
   };
   std::vector<Entry> entries;
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
@@ -230,7 +235,7 @@ absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatt
       info.reason = "it has no CPU or CUDA kernel";
     }
     info.served = info.reason.empty();
-    entries.push_back({std::move(info), *handle});
+    entries.push_back({std::move(info), *handle, nullptr});
   }
   for (const std::string& p : patterns.patterns()) {
     const bool used = std::any_of(entries.begin(), entries.end(), [&](const Entry& e) {
@@ -242,6 +247,17 @@ absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatt
                        "' (is its library loaded? --load-library PATH loads one)"));
     }
   }
+  for (const ProgramSpec& spec : programs) {
+    for (const Entry& e : entries) {
+      if (e.program != nullptr && e.info.name == spec.name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("two programs are named ", spec.name, " (--program)"));
+      }
+    }
+    auto package = ProgramPackage::Load(spec, placement);
+    if (!package.ok()) return package.status();
+    entries.push_back({(*package)->info(), std::nullopt, *std::move(package)});
+  }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return std::tie(a.info.name, a.info.overload) < std::tie(b.info.name, b.info.overload);
   });
@@ -249,9 +265,13 @@ absl::StatusOr<std::shared_ptr<const OpRegistry>> OpRegistry::Build(const OpPatt
   std::vector<OpHandle> handles;
   for (Entry& e : entries) {
     ops.push_back(std::move(e.info));
-    OpHandle handle{e.handle, FindOutOverload(dispatcher, e.handle), nullptr};
+    if (e.program != nullptr) {
+      handles.push_back(OpHandle{std::nullopt, std::nullopt, nullptr, std::move(e.program)});
+      continue;
+    }
+    OpHandle handle{e.handle, FindOutOverload(dispatcher, *e.handle), nullptr, nullptr};
     if (handle.out.has_value()) {
-      if (std::optional<size_t> arg = LayoutArgument(e.handle)) {
+      if (std::optional<size_t> arg = LayoutArgument(*e.handle)) {
         handle.result_dtypes = std::make_shared<ResultDtypes>(*arg);
       }
     }
