@@ -168,8 +168,9 @@ class Client(_CoreClient):
         ``client.call("torchvision::nms", boxes, scores, 0.5)``.
 
         ``op`` is "namespace::name" (the overload is the first served one
-        whose schema accepts the arguments, as ``torch.ops`` chooses) or
-        "namespace::name.overload". Arguments are those of the schema
+        whose schema accepts the arguments, as ``torch.ops`` chooses),
+        "namespace::name.overload", or the NAME of an exported program the
+        server serves (``--program NAME=PATH``). Arguments are those of the schema
         (``client.ops.<ns>.<name>.__doc__``), by position or by name, and
         are checked here first: TypeError naming the argument when they do
         not fit. Tensors: numpy arrays or CPU torch tensors; results are

@@ -125,9 +125,14 @@ def package(
     """Compiles ``exported`` with AOTInductor into the package ``path`` (a ``.pt2``) with
     its ``myops.signature`` metadata; returns the path. Inputs are named as the exported
     function's parameters (or ``input_names``), outputs ``output__0``, ... (or
-    ``output_names``). The package runs on the device the program was exported on."""
+    ``output_names``). The package runs on the device the program was exported on. CPU
+    kernels are compiled single-threaded unless ``inductor_configs`` sets ``cpp.threads``."""
     record = signature(exported, input_names, output_names)
     configs = dict(inductor_configs or {})
+    # A server runs calls side by side on its workers: kernels compiled for one thread
+    # scale with them, where OpenMP regions of a fixed width fight them for the cores
+    # (bench/README.md, "Exported programs").
+    configs.setdefault("cpp.threads", 1)
     metadata = dict(configs.get("aot_inductor.metadata", {}))
     metadata[SIGNATURE_KEY] = json.dumps(record)
     configs["aot_inductor.metadata"] = metadata
