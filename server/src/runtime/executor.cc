@@ -93,6 +93,14 @@ class ExecutorImpl final : public Executor {
     return absl::OkStatus();
   }
 
+  // Programs never run inline: their packages hold one model instance per CPU worker,
+  // so on the workers no call waits for an instance, and no submitting (gRPC) thread
+  // blocks on one.
+  bool IsProgram(int op) const {
+    const std::vector<OpInfo>& ops = info_.registry->ops();
+    return op >= 0 && static_cast<size_t>(op) < ops.size() && ops[static_cast<size_t>(op)].program;
+  }
+
   const DeviceSet& devices() const override { return devices_; }
   const RuntimeInfo& info() const override { return info_; }
 
@@ -100,7 +108,7 @@ class ExecutorImpl final : public Executor {
     DeviceQueue& q = *queues_.at(static_cast<size_t>(job.device_slot));
     Task task{std::move(job), std::move(done), Clock::now()};
     if (q.device.kind == DeviceKind::kCpu &&
-        task.job.call->input_bytes <= options_.inline_max_bytes) {
+        task.job.call->input_bytes <= options_.inline_max_bytes && !IsProgram(task.job.call->op)) {
       // Announce the inline run before checking `closed_` (both seq_cst): either Shutdown
       // sees it and waits for it, or this thread sees `closed_` and rejects the job.
       inline_running_.fetch_add(1);

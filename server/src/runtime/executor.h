@@ -34,7 +34,7 @@ struct ExecutorOptions {
   int cuda_workers = 4;      // per GPU; each owns one CUDA stream
   int intra_op_threads = 0;  // PyTorch intra-op threads; 0: PyTorch's default
   // CPU requests with at most this many input bytes run on the submitting thread: a
-  // thread hop costs more than computing them. 0 disables.
+  // thread hop costs more than computing them. 0 disables. Never programs' calls.
   int64_t inline_max_bytes = 128 << 10;  // Measured: bench/README.md, "Inline small requests".
 };
 

@@ -193,3 +193,29 @@ def test_two_programs_of_one_name_stop_start_up(package):
     done = start("--load-library", library, "--program", f"d={package}", "--program", f"d={package}")
     assert done.returncode == 1
     assert "two programs are named d (--program)" in done.stderr
+
+
+def test_concurrent_calls_beyond_the_model_instances_all_complete(program_server, example):
+    # The package holds one model instance per CPU worker (2 here); small calls also run
+    # inline on gRPC threads, so 8 callers contend for them: each waits for an instance.
+    from concurrent.futures import ThreadPoolExecutor
+
+    import myops_client
+    clients = [myops_client.Client(program_server.address) for _ in range(8)]
+
+    cases = [inputs(example, 2 + i % 14) for i in range(16)]
+    wants = [eager(example, *case) for case in cases]  # here: the eager model seeds torch
+
+    def run(i):
+        image, boxes = cases[i]
+        got = [clients[i % 8].call("detector", image, boxes) for _ in range(10)]
+        want = wants[i]
+        for pooled, features in got:
+            np.testing.assert_allclose(pooled, want[0], rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(features, want[1], rtol=RTOL, atol=ATOL)
+        return len(got)
+
+    with ThreadPoolExecutor(8) as pool:
+        assert sum(pool.map(run, range(16))) == 160
+    for c in clients:
+        c.close()

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "reference.h"
 #include "runtime/torch/runner.h"
@@ -218,6 +219,45 @@ TEST(ExecutorTest, UnavailableDevicesAreRejectedAtCreation) {
   ExecutorOptions o;
   o.devices = "cuda:7";
   EXPECT_EQ(Executor::Create(o).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace myops::server
+
+namespace myops::server {
+namespace {
+
+// Programs' calls go to the workers even when small enough to run inline (their packages
+// hold one model instance per worker: a submitting thread would block on one). The jobs
+// here have expired deadlines, so nothing runs (the registry is a description only), but
+// the refusal comes from the thread that took the job.
+TEST(ExecutorTest, ProgramsNeverRunInline) {
+  OpInfo op, program;
+  op.name = "ns::op";
+  program.name = "net";
+  program.program = true;
+  RuntimeInfo info;
+  info.registry = std::make_shared<const OpRegistry>(std::vector<OpInfo>{op, program});
+  ExecutorOptions o;
+  o.cpu_workers = 1;
+  o.inline_max_bytes = int64_t{1} << 30;
+  auto e = StartExecutor(o, {Device{}}, info, nullptr);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const std::vector<OpInfo>& ops = (*e)->info().registry->ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OpCall call;
+    call.op = static_cast<int>(i);
+    Job job;
+    job.call = &call;
+    job.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+    std::promise<std::thread::id> ran_on;
+    (*e)->Submit(job, [&ran_on](absl::Status s, const JobTiming&) {
+      EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+      ran_on.set_value(std::this_thread::get_id());
+    });
+    const bool inline_run = ran_on.get_future().get() == std::this_thread::get_id();
+    EXPECT_EQ(inline_run, !ops[i].program) << ops[i].name;
+  }
 }
 
 }  // namespace
