@@ -1,6 +1,7 @@
 // A served model: configuration, libraries, operator (model.h).
 #include "model.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -65,19 +66,28 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(TRITONBACKEND_Model* triton
         !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("model '", name, "': ", s.message()));
     }
-    auto patterns = server::OpPatterns::Parse(model->config_.op);
-    if (!patterns.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("model '", name, "': parameter 'op': ", patterns.status().message()));
+    server::OpPatterns patterns;  // none for a program
+    if (model->config_.program.empty()) {
+      auto parsed = server::OpPatterns::Parse(model->config_.op);
+      if (!parsed.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model '", name, "': parameter 'op': ", parsed.status().message()));
+      }
+      patterns = *std::move(parsed);
     }
-    auto registry = server::OpRegistry::Build(*patterns);
+    // A program is loaded for the CPU, with a model instance per CPU instance of the
+    // model (instances run calls side by side).
+    std::vector<server::ProgramSpec> programs;
+    if (!model->config_.program.empty()) programs.push_back({name, model->config_.program});
+    auto registry = server::OpRegistry::Build(
+        patterns, programs, {{server::Device{}}, std::max(1, model->config_.instances)});
     if (!registry.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("model '", name, "': ", registry.status().message()));
     }
     model->registry_ = *std::move(registry);
   }
-  auto op = model->registry_->Find(model->config_.op);
+  auto op = model->registry_->Find(model->config_.program.empty() ? model->config_.op : name);
   if (!op.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("model '", name, "': ", op.status().message()));
   }

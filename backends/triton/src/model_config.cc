@@ -40,11 +40,16 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config) {
   auto op = StringParameter(config, out.name, "op");
   if (!op.ok()) return op.status();
   out.op = std::string(absl::StripAsciiWhitespace(*op));
-  if (out.op.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model '", out.name,
-        "': the myops backend needs the operator to serve: parameters { key: \"op\" value { "
-        "string_value: \"namespace::name\" } }"));
+  auto program = StringParameter(config, out.name, "program");
+  if (!program.ok()) return program.status();
+  out.program = std::string(absl::StripAsciiWhitespace(*program));
+  if (out.op.empty() == out.program.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", out.name, "': the myops backend needs ",
+                     out.op.empty() ? "the operator to serve" : "one of the two, not both",
+                     ": parameters { key: \"op\" value { string_value: \"namespace::name\" } }, or "
+                     "an exported program: parameters { key: \"program\" value { string_value: "
+                     "\"/path/model.pt2\" } }"));
   }
   auto libraries = StringParameter(config, out.name, "libraries");
   if (!libraries.ok()) return libraries.status();
@@ -56,6 +61,15 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config) {
   out.libpython = *libpython;
   if (auto mbs = config.find("max_batch_size"); mbs != config.end() && mbs->is_number_integer()) {
     out.max_batch_size = mbs->get<int64_t>();
+  }
+  if (auto groups = config.find("instance_group"); groups != config.end() && groups->is_array()) {
+    for (const nlohmann::json& g : *groups) {
+      if (!g.is_object() || g.value("kind", std::string("KIND_CPU")) != "KIND_CPU") continue;
+      auto count = g.find("count");
+      out.instances += count != g.end() && count->is_number_integer()
+                           ? static_cast<int>(std::clamp<int64_t>(count->get<int64_t>(), 0, 1024))
+                           : 1;
+    }
   }
   return out;
 }

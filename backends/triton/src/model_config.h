@@ -6,6 +6,10 @@
 //   parameters { key: "op" value { string_value: "torchvision::roi_align" } }
 //   parameters { key: "libraries" value { string_value: "/path/torchvision/_C.so" } }
 //   parameters { key: "libpython" value { string_value: "/usr/lib/.../libpython3.11.so.1.0" } }
+//
+// or, for an exported program (an AOTInductor package made with myops.export.package;
+// server/src/runtime/program.h), the package instead of "op":
+//   parameters { key: "program" value { string_value: "/models/detector.pt2" } }
 #pragma once
 
 #include <cstdint>
@@ -21,14 +25,16 @@ namespace myops::triton {
 
 struct ModelConfig {
   std::string name;                    // the model's
-  std::string op;                      // "namespace::name[.overload]"
+  std::string op;                      // "namespace::name[.overload]"; or
+  std::string program;                 // the .pt2 package's path (exactly one of the two)
   std::vector<std::string> libraries;  // operator libraries to load first, in order
   std::string libpython;               // for libraries that are Python extensions ("": guess)
   int64_t max_batch_size = 0;
+  int instances = 0;  // CPU model instances (instance_group counts; 0: none given)
 };
 
-// INVALID_ARGUMENT naming the model and the parameter when `op` is missing or a parameter
-// is not a string_value.
+// INVALID_ARGUMENT naming the model and the parameter when neither or both of `op` and
+// `program` are given, or a parameter is not a string_value.
 absl::StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config);
 
 // Completes `config` for an operator described by `spec` (kserve::DescribeOp), as

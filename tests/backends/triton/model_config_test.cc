@@ -40,6 +40,25 @@ TEST(ParseModelConfigTest, AMissingOpOrANonStringParameterIsAPreciseError) {
   EXPECT_NE(wrong.status().message().find("'libraries'"), std::string::npos);
 }
 
+TEST(ParseModelConfigTest, ReadsAProgramAndItsCpuInstances) {
+  json config = Config({{"program", {{"string_value", " /models/detector.pt2 "}}}});
+  config["instance_group"] = json::array({{{"kind", "KIND_CPU"}, {"count", 3}},
+                                          {{"kind", "KIND_GPU"}, {"count", 2}},
+                                          json::object()});  // kind CPU, count 1 by default
+  auto parsed = ParseModelConfig(config);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->program, "/models/detector.pt2");
+  EXPECT_EQ(parsed->op, "");
+  EXPECT_EQ(parsed->instances, 4);
+}
+
+TEST(ParseModelConfigTest, AnOpAndAProgramTogetherAreRefused) {
+  auto both = ParseModelConfig(Config({{"op", {{"string_value", "myops::scale_shift"}}},
+                                       {"program", {{"string_value", "/m.pt2"}}}}));
+  EXPECT_EQ(both.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(both.status().message().find("one of the two, not both"), std::string::npos);
+}
+
 ModelSpec ScaleShiftSpec() {
   ModelSpec spec;
   spec.inputs = {{"x", "FP32", {-1}, false, true},

@@ -1,0 +1,89 @@
+"""An exported program served by the real Triton through the myops backend: the model's
+configuration names the AOTInductor package (parameters { key: "program" }) instead of an
+operator; the backend loads it with the runtime's program loader, Triton's auto-complete
+takes the inputs and outputs from its signature, and tritonclient gets the eager model's
+results (rtol 1e-4, atol 1e-5) and INVALID_ARGUMENT naming the input for a batch outside
+the compiled range. Skipped where tritonserver is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from myops_testing import BUILD, REPO
+from myops_testing.triton import TRITONSERVER, TritonProcess, backend_directory
+
+from conftest import BACKEND, torchvision_library, write_repository
+
+sys.path.insert(0, str(BUILD / "python"))  # the build's `myops` package (export)
+
+
+@pytest.fixture(scope="module")
+def example():
+    spec = importlib.util.spec_from_file_location("export_program",
+                                                  REPO / "scripts" / "export_program.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def triton(tmp_path_factory, example):
+    if TRITONSERVER is None:
+        pytest.skip("tritonserver is not installed (scripts/bootstrap.sh installs nvidia-pytriton)")
+    assert BACKEND.exists(), f"{BACKEND} is not built"
+    tmp = tmp_path_factory.mktemp("triton-programs")
+    package = example.export(str(tmp / "detector.pt2"))
+    models = write_repository(tmp / "models", {"detector": f"""
+        backend: "myops"
+        instance_group [ {{ kind: KIND_CPU count: 2 }} ]
+        parameters {{ key: "program" value {{ string_value: "{package}" }} }}
+        parameters {{ key: "libraries" value {{ string_value: "{torchvision_library()}" }} }}
+    """})
+    backends = backend_directory(tmp / "backends", {"myops": BACKEND})
+    process = TritonProcess(models, backends, log_path=tmp / "triton.log")
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def request(image, boxes):
+    import tritonclient.grpc as grpcclient
+    sent = [grpcclient.InferInput("image", list(image.shape), "FP32"),
+            grpcclient.InferInput("boxes", list(boxes.shape), "FP32")]
+    sent[0].set_data_from_numpy(image)
+    sent[1].set_data_from_numpy(boxes)
+    return sent
+
+
+def test_triton_serves_the_program_with_the_eager_models_results(triton, example):
+    import tritonclient.grpc as grpcclient
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    config = client.get_model_config("detector", as_json=True)["config"]
+    assert [(i["name"], i["dims"]) for i in config["input"]] == [
+        ("image", ["-1", "3", "16", "16"]), ("boxes", ["4", "5"])]
+    for batch in (2, 7, 15):
+        image_t, boxes_t = example.example_inputs(batch)
+        result = client.infer("detector", request(image_t.numpy(), boxes_t.numpy()))
+        with torch.no_grad():
+            pooled, features = example.build_model()(image_t, boxes_t)
+        np.testing.assert_allclose(result.as_numpy("pooled"), pooled.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(result.as_numpy("features"), features.numpy(), rtol=1e-4,
+                                   atol=1e-5)
+
+
+def test_a_batch_outside_the_compiled_range_is_invalid_argument(triton):
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+    client = grpcclient.InferenceServerClient(triton.grpc_url)
+    image = np.zeros((16, 3, 16, 16), dtype=np.float32)
+    with pytest.raises(InferenceServerException,
+                       match=r"program detector: input 'image' has size 16 in dimension 0") as e:
+        client.infer("detector", request(image, np.zeros((4, 5), dtype=np.float32)))
+    assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
