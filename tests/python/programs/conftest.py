@@ -1,19 +1,17 @@
 """Fixtures of the exported-program suite: the example program of
-scripts/export_program.py exported and packaged with AOTInductor once per session (CPU,
-~20 s), a real myops-server serving it with --program (torchvision's operators loaded
-with --load-library), and its clients: tritonclient gRPC and HTTP, and myops_client."""
+scripts/export_program.py exported and packaged with AOTInductor once per test process
+(CPU, ~20 s; myops_testing.programs), a real myops-server serving it with --program
+(torchvision's operators loaded with --load-library), and its clients: tritonclient gRPC
+and HTTP, and myops_client."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
 
 import pytest
 
-from myops_testing import BUILD, REPO, ServerProcess
-
-sys.path.insert(0, str(BUILD / "python"))  # the build's `myops` package (libmyops, export)
+from myops_testing import ServerProcess
+from myops_testing.programs import example_package, example_program
 
 
 def torchvision_library() -> pathlib.Path:
@@ -24,18 +22,12 @@ def torchvision_library() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def example():
     """scripts/export_program.py as a module: the model, its inputs, export()."""
-    spec = importlib.util.spec_from_file_location("export_program",
-                                                  REPO / "scripts" / "export_program.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_program()
 
 
 @pytest.fixture(scope="session")
-def package(example, tmp_path_factory) -> pathlib.Path:
-    path = tmp_path_factory.mktemp("programs") / "detector.pt2"
-    example.export(str(path), "cpu", max_batch=64)
-    return path
+def package() -> pathlib.Path:
+    return pathlib.Path(example_package())
 
 
 @pytest.fixture(scope="session")

@@ -7,37 +7,28 @@ the compiled range. Skipped where tritonserver is not installed."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
 import torch
 
-from myops_testing import BUILD, REPO
+from myops_testing.programs import example_package, example_program
 from myops_testing.triton import TRITONSERVER, TritonProcess, backend_directory
 
 from conftest import BACKEND, torchvision_library, write_repository
 
-sys.path.insert(0, str(BUILD / "python"))  # the build's `myops` package (export)
-
 
 @pytest.fixture(scope="module")
 def example():
-    spec = importlib.util.spec_from_file_location("export_program",
-                                                  REPO / "scripts" / "export_program.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example_program()
 
 
 @pytest.fixture(scope="module")
-def triton(tmp_path_factory, example):
+def triton(tmp_path_factory):
     if TRITONSERVER is None:
         pytest.skip("tritonserver is not installed (scripts/bootstrap.sh installs nvidia-pytriton)")
     assert BACKEND.exists(), f"{BACKEND} is not built"
     tmp = tmp_path_factory.mktemp("triton-programs")
-    package = example.export(str(tmp / "detector.pt2"))
+    package = example_package()
     models = write_repository(tmp / "models", {"detector": f"""
         backend: "myops"
         instance_group [ {{ kind: KIND_CPU count: 2 }} ]
