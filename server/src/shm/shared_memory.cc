@@ -15,17 +15,36 @@
 
 namespace myops::server {
 
-// One mapped region; unmapped (and its object's descriptor closed) when the last user
-// drops it.
+// Every live mapping (registered, or unregistered but still held by a call's slice): what
+// the limits bound, so that calls that hold unregistered regions cannot take mappings,
+// descriptors and SIGBUS guard slots past them. Shared by the registry and its mappings
+// (a slice may outlive the registry). Lock order: the registry's mu_, then this mu.
+struct SharedMemoryRegistry::Ledger {
+  absl::Mutex mu;
+  int mappings ABSL_GUARDED_BY(mu) = 0;
+  uint64_t bytes ABSL_GUARDED_BY(mu) = 0;
+};
+
+// One mapped region; unmapped (and its object's descriptor closed, its ledger entry
+// returned) when the last user drops it.
 class SharedMemoryMapping {
  public:
   SharedMemoryMapping(SharedMemoryRegionInfo info, int fd, void* base, size_t length, char* data,
-                      int guard)
-      : info(std::move(info)), fd_(fd), base_(base), length_(length), data_(data), guard_(guard) {}
+                      int guard, std::shared_ptr<SharedMemoryRegistry::Ledger> ledger)
+      : info(std::move(info)),
+        fd_(fd),
+        base_(base),
+        length_(length),
+        data_(data),
+        guard_(guard),
+        ledger_(std::move(ledger)) {}
   ~SharedMemoryMapping() {
     BusGuard::Release(guard_);
     munmap(base_, length_);
     close(fd_);
+    absl::MutexLock lock(&ledger_->mu);
+    ledger_->mappings -= 1;
+    ledger_->bytes -= info.byte_size;
   }
   SharedMemoryMapping(const SharedMemoryMapping&) = delete;
   SharedMemoryMapping& operator=(const SharedMemoryMapping&) = delete;
@@ -50,6 +69,7 @@ class SharedMemoryMapping {
   const size_t length_;
   char* const data_;
   const int guard_;
+  const std::shared_ptr<SharedMemoryRegistry::Ledger> ledger_;
 };
 
 namespace {
@@ -96,6 +116,9 @@ absl::Status SharedMemorySlice::CheckIntact() const {
   return mapping_->CheckSize();
 }
 
+SharedMemoryRegistry::SharedMemoryRegistry(SharedMemoryLimits limits)
+    : limits_(limits), ledger_(std::make_shared<Ledger>()) {}
+
 absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key,
                                             uint64_t offset, uint64_t byte_size) {
   if (absl::Status s = CheckName(name); !s.ok()) return s;
@@ -113,16 +136,30 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
     return absl::AlreadyExistsError(
         absl::StrCat("shared memory region '", name, "' is already registered"));
   }
-  if (static_cast<int>(regions_.size()) >= limits_.max_regions ||
-      byte_size > limits_.max_total_bytes - total_bytes_) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("shared memory region '", name, "': over the server's limits (",
-                     limits_.max_regions, " regions, ", limits_.max_total_bytes, " bytes in all; ",
-                     regions_.size(), " regions and ", total_bytes_, " bytes registered)"));
+  // Reserved in the ledger before the object is touched (no other Register can pass the
+  // limits meanwhile); returned if the mapping is not made.
+  {
+    absl::MutexLock ledger(&ledger_->mu);
+    if (ledger_->mappings >= limits_.max_regions ||
+        byte_size > limits_.max_total_bytes - ledger_->bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "shared memory region '", name, "': over the server's limits (", limits_.max_regions,
+          " regions, ", limits_.max_total_bytes, " bytes in all; ", regions_.size(),
+          " regions and ", total_bytes_, " bytes registered, ", ledger_->mappings, " mappings and ",
+          ledger_->bytes, " bytes in use counting unregistered ones calls still hold)"));
+    }
+    ledger_->mappings += 1;
+    ledger_->bytes += byte_size;
   }
+  auto give_back = [this, byte_size] {
+    absl::MutexLock ledger(&ledger_->mu);
+    ledger_->mappings -= 1;
+    ledger_->bytes -= byte_size;
+  };
   const std::string path = key[0] == '/' ? key : "/" + key;
   const int fd = shm_open(path.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
+    give_back();
     const int error = errno;
     const std::string why = absl::StrCat("shared memory region '", name, "': cannot open '", path,
                                          "': ", std::strerror(error));
@@ -132,6 +169,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<uint64_t>(st.st_size) < offset + byte_size) {
     close(fd);
+    give_back();
     return absl::FailedPreconditionError(absl::StrCat(
         "shared memory region '", name, "': '", path, "' holds ", static_cast<int64_t>(st.st_size),
         " bytes, fewer than offset + byte_size = ", offset + byte_size));
@@ -144,6 +182,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
   if (base == MAP_FAILED) {
     const int error = errno;
     close(fd);
+    give_back();
     return absl::FailedPreconditionError(absl::StrCat(
         "shared memory region '", name, "': cannot map '", path, "': ", std::strerror(error)));
   }
@@ -151,11 +190,12 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
   if (!guard.ok()) {
     munmap(base, length);
     close(fd);
+    give_back();
     return guard.status();
   }
   regions_[name] = std::make_shared<const SharedMemoryMapping>(
       SharedMemoryRegionInfo{name, key, offset, byte_size}, fd, base, length,
-      static_cast<char*>(base) + (offset - start), *guard);
+      static_cast<char*>(base) + (offset - start), *guard, ledger_);
   total_bytes_ += byte_size;
   return absl::OkStatus();
 }

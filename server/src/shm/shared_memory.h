@@ -8,9 +8,10 @@
 // when it is registered under `name`, and calls address slices of it. The client owns
 // the memory: every size is checked (overflow-free) against the region and the object's
 // current size; a client that shrinks the object while the server uses it makes that
-// call fail, never the server crash (bus_guard.h). Registrations are bounded in number
-// and total bytes (SharedMemoryLimits), and unmapped when unregistered or when the
-// registry is destroyed (the server stops).
+// call fail, never the server crash (bus_guard.h). Mappings are bounded in number and
+// total bytes (SharedMemoryLimits), counting unregistered regions that calls in flight
+// still hold (their mapping lives until the last slice is released), and unmapped when
+// unregistered and released, or when the registry is destroyed (the server stops).
 //
 // Thread-safety: all methods may be called concurrently. A Slice keeps its mapping alive
 // after the region is unregistered, until the call using it releases it.
@@ -62,13 +63,14 @@ class SharedMemorySlice {
 
 class SharedMemoryRegistry {
  public:
-  explicit SharedMemoryRegistry(SharedMemoryLimits limits) : limits_(limits) {}
+  explicit SharedMemoryRegistry(SharedMemoryLimits limits);
 
   // Maps [offset, offset + byte_size) of the object `key` as region `name`.
   // INVALID_ARGUMENT for a malformed name or key (keys are "/" + [A-Za-z0-9._-]{1,250}; no
   // other '/') or a zero or overflowing size; ALREADY_EXISTS for a registered name;
   // NOT_FOUND when no such object exists; FAILED_PRECONDITION when it is smaller than
-  // offset + byte_size; RESOURCE_EXHAUSTED over the limits.
+  // offset + byte_size; RESOURCE_EXHAUSTED over the limits (which count unregistered
+  // regions that calls still hold).
   absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
                         uint64_t byte_size);
   // Unregisters `name` ("": every region). NOT_FOUND for an unknown name.
@@ -86,6 +88,12 @@ class SharedMemoryRegistry {
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const SharedMemoryMapping>> regions_ ABSL_GUARDED_BY(mu_);
   uint64_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+
+ public:
+  struct Ledger;  // the live mappings (shared_memory.cc)
+
+ private:
+  const std::shared_ptr<Ledger> ledger_;
 };
 
 }  // namespace myops::server

@@ -123,6 +123,50 @@ TEST(SharedMemoryTest, LimitsBoundCountAndBytes) {
   EXPECT_TRUE(registry.Register("c", object.key(), 0, 1000).ok());
 }
 
+// Unregistered regions that calls still hold (a slice not yet released: a call whose
+// response the client never takes) stay mapped, so they count against the limits until
+// released; before, each cycle of register, call, unregister took one more mapping,
+// descriptor and SIGBUS guard slot outside them.
+TEST(SharedMemoryTest, UnregisteredRegionsThatCallsHoldCountAgainstTheLimits) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({/*max_regions=*/2, /*max_total_bytes=*/1000});
+  std::vector<SharedMemorySlice> held;
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(registry.Register(name, object.key(), 0, 100).ok());
+    auto slice = registry.Slice(name, 0, 100);
+    ASSERT_TRUE(slice.ok());
+    held.push_back(*std::move(slice));
+    ASSERT_TRUE(registry.Unregister(name).ok());
+  }
+  EXPECT_TRUE(registry.Status("")->empty());
+  const absl::Status refused = registry.Register("c", object.key(), 0, 100);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.message().find("0 regions and 0 bytes registered, 2 mappings and 200 bytes "
+                                   "in use counting unregistered ones calls still hold"),
+            std::string::npos)
+      << refused.message();
+  held.pop_back();  // the call is done
+  EXPECT_TRUE(registry.Register("c", object.key(), 0, 100).ok());
+  EXPECT_EQ(registry.Register("d", object.key(), 0, 100).code(),
+            absl::StatusCode::kResourceExhausted);
+  held.clear();
+  ASSERT_TRUE(registry.Unregister("c").ok());
+  EXPECT_TRUE(registry.Register("d", object.key(), 0, 1000).ok());  // bytes returned too
+}
+
+// A registration that fails after the limits were checked (no such object) takes nothing.
+TEST(SharedMemoryTest, AFailedRegistrationTakesNoPlace) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry({/*max_regions=*/1, /*max_total_bytes=*/2 * kPage});
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(registry.Register("x", "/myops_no_such_object", 0, 100).code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_EQ(registry.Register("x", object.key(), 0, 2 * kPage).code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_TRUE(registry.Register("x", object.key(), 0, kPage).ok());
+}
+
 TEST(SharedMemoryTest, ShrunkObjectIsRefusedBeforeUse) {
   ClientObject object(4 * kPage);
   SharedMemoryRegistry registry({});
