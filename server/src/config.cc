@@ -162,8 +162,8 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
   env(app.add_option("--auth-token-file", s->auth_token_file,
                      "File holding a bearer token (one line) that every call must send as "
                      "\"authorization: Bearer <token>\": myops.v1 and the Open Inference "
-                     "Protocol, gRPC and HTTP/REST; grpc.health.v1, reflection, metrics and "
-                     "the REST health endpoints stay open for probes"),
+                     "Protocol, gRPC and HTTP/REST; grpc.health.v1, reflection, metrics (unless "
+                     "--metrics-auth) and the REST health endpoints stay open for probes"),
       "MYOPS_AUTH_TOKEN_FILE");
   env(app.add_option("--reflection", s->reflection, "Serve gRPC server reflection"),
       "MYOPS_REFLECTION");
@@ -193,6 +193,11 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
   env(app.add_option("--metrics-address", s->metrics_address,
                      "Prometheus metrics (GET /metrics) on HOST:PORT; empty: off"),
       "MYOPS_METRICS_ADDRESS");
+  env(app.add_flag("--metrics-auth", s->metrics_auth,
+                   "Scrapes of /metrics need HTTP Basic authentication whose password is the "
+                   "--auth-token-file token (any user name; Prometheus: basic_auth with "
+                   "password_file)"),
+      "MYOPS_METRICS_AUTH");
 }
 
 std::chrono::milliseconds Millis(double seconds) {

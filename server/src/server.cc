@@ -15,6 +15,7 @@
 #include "frontends/grpc/replica_identity.h"
 #include "frontends/myops_v1/codec.h"
 #include "http/tls.h"
+#include "myops/common/token_file.h"
 #include "myops/version.h"
 
 namespace myops::server {
@@ -215,7 +216,17 @@ absl::Status Server::StartEndpoints(const BearerAuth& auth) {
     http_ = std::move(*started);
   }
   if (!options_.metrics_address.empty()) {
-    auto metrics = MetricsEndpoint::Start(options_.metrics_address, pipeline_->metrics());
+    std::string password;
+    if (options_.metrics_auth) {
+      if (options_.auth_token_file.empty()) {
+        return absl::InvalidArgumentError(
+            "--metrics-auth needs --auth-token-file (its token is the scrapes' password)");
+      }
+      auto token = common::ReadTokenFile(options_.auth_token_file, "--auth-token-file");
+      if (!token.ok()) return token.status();
+      password = *std::move(token);
+    }
+    auto metrics = MetricsEndpoint::Start(options_.metrics_address, pipeline_->metrics(), password);
     if (!metrics.ok()) return metrics.status();
     metrics_ = std::move(*metrics);
   }

@@ -5,22 +5,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "myops/common/token_file.h"
+#include "util/secret.h"
 
 namespace myops::server {
 namespace {
 
 constexpr absl::string_view kScheme = "Bearer ";
-
-// Whether a == b, in time that depends only on the sizes (which are not secret: the
-// token's length is all an attacker learns).
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  if (a.size() != b.size()) return false;
-  volatile unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
-}
 
 }  // namespace
 

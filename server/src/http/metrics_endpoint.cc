@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "http/listener.h"
 #include "prometheus/exposer.h"
+#include "util/secret.h"
 
 namespace myops::server {
 namespace {
@@ -49,8 +50,8 @@ int BeginRequest(mg_connection* conn) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::string& address,
-                                                                        const Metrics& metrics) {
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    const std::string& address, const Metrics& metrics, const std::string& password) {
   auto listen = ParseListenAddress(address, "metrics address");
   if (!listen.ok()) return listen.status();
   // No document_root: civetweb serves no files. No keep-alive: one request per connection.
@@ -88,6 +89,13 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const st
   endpoint->wake_ip_ = LocalAddressOf(listen->host);
   for (const auto& collectable : metrics.Collectables()) {
     endpoint->exposer_->RegisterCollectable(collectable);
+  }
+  if (!password.empty()) {
+    endpoint->exposer_->RegisterAuth(
+        [password](const std::string& /*user*/, const std::string& given) {
+          return ConstantTimeEquals(given, password);
+        },
+        "myops metrics", "/metrics");
   }
   return endpoint;
 }

@@ -7,15 +7,18 @@ front end (401 without the token; the health routes are open, as grpc.health.v1 
 
 from __future__ import annotations
 
+import base64
+import os
 import pathlib
 import re
+import subprocess
 import urllib.error
 import urllib.request
 
 import grpc
 import pytest
 
-from myops_testing import quick_server
+from myops_testing import SERVER, ServerProcess, quick_server
 from myops_testing.paths import REPO
 
 TOKEN = "tok-every-rpc"
@@ -160,3 +163,44 @@ def test_every_rest_route_needs_the_token(server, method, path):
 @pytest.mark.parametrize("method,path", OPEN_ROUTES)
 def test_rest_health_needs_no_token(server, method, path):
     assert http_status(server, method, path, None) == 200
+
+
+def scrape_status(address: str, password: str | None) -> int:
+    request = urllib.request.Request(f"http://{address}/metrics")
+    if password is not None:
+        credentials = base64.b64encode(f"prometheus:{password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {credentials}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_metrics_need_the_token_with_metrics_auth(tmp_path):
+    """--metrics-auth: /metrics answers 401 without HTTP Basic credentials whose password
+    is the token (any user name); without the flag it stays open, as for probes."""
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    guarded = ServerProcess("--auth-token-file", str(token_file), "--metrics-auth")
+    try:
+        assert scrape_status(guarded.metrics_address, None) == 401
+        assert scrape_status(guarded.metrics_address, "wrong") == 401
+        assert scrape_status(guarded.metrics_address, TOKEN) == 200
+    finally:
+        guarded.stop()
+    open_server = ServerProcess("--auth-token-file", str(token_file))
+    try:
+        assert scrape_status(open_server.metrics_address, None) == 200
+    finally:
+        open_server.stop()
+
+
+@pytest.mark.skipif(bool(os.environ.get("MYOPS_TEST_LAUNCHER")),
+                    reason="runs the server binary itself")
+def test_metrics_auth_without_a_token_file_stops_start_up():
+    done = subprocess.run([str(SERVER), "--address", "127.0.0.1:0", "--devices", "cpu",
+                           "--metrics-address", "127.0.0.1:0", "--metrics-auth"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "--metrics-auth needs --auth-token-file" in done.stderr

@@ -204,6 +204,28 @@ TEST(MetricsEndpointTest, ServesGetMetricsAndHttpErrors) {
   EXPECT_TRUE(StartsWith(Exchange(port, "GET /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK"));
 }
 
+// --metrics-auth: scrapes need HTTP Basic with the token as the password.
+TEST(MetricsEndpointTest, WithAPasswordScrapesNeedBasicAuth) {
+  Metrics metrics;
+  auto endpoint = MetricsEndpoint::Start("127.0.0.1:0", metrics, "s3cret");
+  ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+  const int port = (*endpoint)->port();
+  const std::string none = Exchange(port, "GET /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_TRUE(StartsWith(none, "HTTP/1.1 401 Unauthorized\r\n")) << none;
+  EXPECT_TRUE(Contains(none, "WWW-Authenticate: Basic realm=\"myops metrics\"")) << none;
+  EXPECT_FALSE(Contains(none, "# HELP")) << none;
+  // base64("prometheus:s3cret"), base64("prometheus:wrong"), base64("prometheus:s3cre").
+  const std::string good = Exchange(
+      port, "GET /metrics HTTP/1.1\r\nAuthorization: Basic cHJvbWV0aGV1czpzM2NyZXQ=\r\n\r\n");
+  EXPECT_TRUE(StartsWith(good, "HTTP/1.1 200 OK\r\n")) << good;
+  EXPECT_TRUE(Contains(good, "# HELP")) << good;
+  for (const char* wrong : {"cHJvbWV0aGV1czp3cm9uZw==", "cHJvbWV0aGV1czpzM2NyZQ=="}) {
+    const std::string refused = Exchange(
+        port, std::string("GET /metrics HTTP/1.1\r\nAuthorization: Basic ") + wrong + "\r\n\r\n");
+    EXPECT_TRUE(StartsWith(refused, "HTTP/1.1 401")) << refused;
+  }
+}
+
 TEST(MetricsEndpointTest, StopsWithASilentClientConnected) {
   Metrics metrics;
   auto endpoint = MetricsEndpoint::Start("127.0.0.1:0", metrics);
