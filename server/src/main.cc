@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -38,6 +39,11 @@ int main(int argc, char** argv) {
   // gRPC locks absl::Mutex on every call; Debian's abseil checks each lock for deadlock
   // cycles (a debug aid: ~7% of the CPU at 1 KiB requests, bench/README.md). Off.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // Exported programs' compiled code checks its inputs itself only with this set (read
+  // once, at a program's first call): a second line behind the server's own checks
+  // (runtime/program.h). Set here, before any thread runs (setenv races getenv); an
+  // explicit AOTI_RUNTIME_CHECK_INPUTS=0 in the environment wins.
+  setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   auto parsed = myops::server::ParseCommandLine(argc, argv);
   if (parsed.exit_code >= 0) {
     (parsed.exit_code == 0 ? std::cout : std::cerr) << parsed.message << std::flush;

@@ -5,7 +5,6 @@
 #include <c10/core/impl/VirtualGuardImpl.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 
-#include <cstdlib>
 #include <exception>
 #include <unordered_map>
 
@@ -81,9 +80,6 @@ absl::StatusOr<std::shared_ptr<const ProgramPackage>> ProgramPackage::Load(
   }
   const DeviceKind wanted = kind == "cpu" ? DeviceKind::kCpu : DeviceKind::kCuda;
   std::shared_ptr<ProgramPackage> package(new ProgramPackage());
-  // The compiled code's own input checks, behind ours (CheckProgramInputs): read once, at
-  // its first call. A deployment may turn them off with AOTI_RUNTIME_CHECK_INPUTS=0.
-  setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
   for (const Device& d : placement.devices) {
     if (d.kind != wanted) continue;
     const int index = d.kind == DeviceKind::kCpu ? -1 : d.index;
