@@ -449,3 +449,41 @@ def test_a_region_truncated_while_a_call_reads_it_fails_that_call_only(client, r
     inp = grpcclient.InferInput("x", [8], "FP32")
     inp.set_data_from_numpy(y)
     np.testing.assert_array_equal(scale_shift(client, inp).as_numpy("output__0"), 2 * y + 1)
+
+
+def test_regions_that_calls_hold_after_unregistering_count_against_the_limits(tmp_path):
+    # A region unregistered while a call still reads it stays mapped until the call ends
+    # (its descriptor and SIGBUS guard slot too): it counts against
+    # --shared-memory-max-regions until then, so register/call/unregister cycles of calls
+    # that do not end cannot take mappings past the limit (before, they took one each).
+    s = ServerProcess("--load-library", str(TEST_OPS), "--ops", "myops::*,myops_test::*",
+                      "--allow-shared-memory", "--shared-memory-max-regions", "2",
+                      "--cpu-workers", "2", "--inline-max-bytes", "0")
+    c = grpcclient.InferenceServerClient(s.address)
+    r = Regions(c)
+    try:
+        x = np.arange(64, dtype=np.float32)
+        calls = []
+        for i in range(2):
+            gate = tmp_path / f"gate{i}"
+            gate.mkdir()
+            region, _, handle = r.make(x.nbytes)
+            shm.set_shared_memory_region(handle, [x])
+            calls.append((gated_call(c, region, x, gate), gate))
+            c.unregister_system_shared_memory(region)
+        assert c.get_system_shared_memory_status(as_json=True).get("regions", {}) == {}
+        with pytest.raises(InferenceServerException,
+                           match="0 regions and 0 bytes registered, 2 mappings and 512 bytes in "
+                                 "use counting unregistered ones calls still hold") as e:
+            r.make(x.nbytes)
+        assert e.value.status() == "StatusCode.RESOURCE_EXHAUSTED"
+        for (thread, outcome), gate in calls:
+            (gate / "go").touch()
+            thread.join(timeout=60)
+            assert "error" not in outcome, outcome
+            np.testing.assert_array_equal(outcome["y"], x)
+        r.make(x.nbytes)  # the calls released their mappings
+    finally:
+        r.close()
+        c.close()
+        s.close()
