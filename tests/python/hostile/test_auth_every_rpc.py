@@ -141,16 +141,21 @@ ROUTES = [("GET", "/v2"), ("GET", "/v2/models/stats"), ("GET", MODEL), ("GET", M
 OPEN_ROUTES = [("GET", "/v2/health/live"), ("GET", "/v2/health/ready")]
 
 
-def http_status(server, method: str, path: str, token: str | None) -> int:
-    request = urllib.request.Request(f"http://{server.http_address}{path}", method=method,
-                                     data=b"{}" if method == "POST" else None)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
+def status_of(url: str, method: str = "GET", authorization: str | None = None) -> int:
+    """The HTTP status of one request (a body of "{}" for POST)."""
+    request = urllib.request.Request(url, method=method, data=b"{}" if method == "POST" else None)
+    if authorization:
+        request.add_header("Authorization", authorization)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status
     except urllib.error.HTTPError as e:
         return e.code
+
+
+def http_status(server, method: str, path: str, token: str | None) -> int:
+    return status_of(f"http://{server.http_address}{path}", method,
+                     f"Bearer {token}" if token else None)
 
 
 @pytest.mark.parametrize("method,path", ROUTES)
@@ -166,15 +171,9 @@ def test_rest_health_needs_no_token(server, method, path):
 
 
 def scrape_status(address: str, password: str | None) -> int:
-    request = urllib.request.Request(f"http://{address}/metrics")
-    if password is not None:
-        credentials = base64.b64encode(f"prometheus:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {credentials}")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
+    credentials = base64.b64encode(f"prometheus:{password}".encode()).decode()
+    return status_of(f"http://{address}/metrics",
+                     authorization=None if password is None else f"Basic {credentials}")
 
 
 def test_metrics_need_the_token_with_metrics_auth(tmp_path):
