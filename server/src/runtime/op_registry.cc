@@ -223,6 +223,9 @@ absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCa
                        "' (", op.args[i].type, "; schema: ", op.schema, ")"));
     }
   }
+  // A program's tensors must fit what its compiled code accepts, checked here, before
+  // admission and the executor, on every front end.
+  if (op.program) return CheckProgramInputs(op, *call);
   return absl::OkStatus();
 }
 

@@ -123,6 +123,7 @@ class OpRegistry {
 // call->args. INVALID_ARGUMENT naming the op and the argument for: too many positional
 // arguments, an unknown or repeated name, a kwarg-only argument given by position, a
 // missing required argument, or a value of the wrong kind (saying which are accepted).
+// For a program, then its signature's checks (CheckProgramInputs, runtime/program.h).
 absl::Status BindArguments(const OpInfo& op, std::vector<NamedValue> given, OpCall* call);
 
 }  // namespace myops::server

@@ -3,8 +3,8 @@
 // NAME=PATH. A program is a served callable of the registry (OpInfo::program): tensors in,
 // tensors out, each with the dtype and shape ranges its export fixed. Those come from the
 // package's metadata key "myops.signature", which myops.export.package (ops/python/myops)
-// writes; the runtime checks every call against it before the compiled code runs, since
-// that code trusts its inputs' shapes. Torch-free: the loading is runtime/torch/program.cc.
+// writes; BindArguments checks every call against it, since the compiled code trusts its
+// inputs' shapes. Torch-free: the loading is runtime/torch/program.cc.
 #pragma once
 
 #include <cstdint>
@@ -69,10 +69,10 @@ struct ProgramSignature {
 // INVALID_ARGUMENT saying which field is wrong.
 absl::StatusOr<ProgramSignature> ParseProgramSignature(absl::string_view json);
 
-// Checks a call bound to `program` (BindArguments: every argument a tensor) against its
-// signature before it runs: INVALID_ARGUMENT naming the input and what was expected, for a
-// wrong dtype, rank, static size, a size outside a dynamic dimension's range, or sizes
-// that differ where the export made them one.
+// Checks a call bound to `program` (every argument a tensor; called by BindArguments
+// once they are bound) against its signature: INVALID_ARGUMENT naming the input and what was
+// expected, for a wrong dtype, rank, static size, a size outside a dynamic dimension's range, or
+// sizes that differ where the export made them one.
 absl::Status CheckProgramInputs(const OpInfo& program, const OpCall& call);
 
 }  // namespace myops::server

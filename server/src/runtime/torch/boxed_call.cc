@@ -8,7 +8,6 @@
 #include <c10/util/accumulate.h>
 
 #include "runtime/exception_status.h"
-#include "runtime/program.h"
 #include "runtime/torch/program_package.h"
 #include "runtime/torch/runner.h"
 
@@ -288,11 +287,9 @@ bool RunIntoBuffer(const OpHandle& op, OpCall::OutputBuffer::Layout layout, OpCa
   return true;
 }
 
-// Runs a program's call: its inputs checked against the signature, on `device`.
+// Runs a program's call on `device` (BindArguments checked its inputs against the
+// signature).
 void RunProgram(const ProgramPackage& program, OpCall& call, c10::Device device) {
-  if (absl::Status checked = CheckProgramInputs(program.info(), call); !checked.ok()) {
-    throw CallRefused(std::move(checked));
-  }
   std::vector<at::Tensor> inputs;
   inputs.reserve(call.args.size());
   for (const std::optional<Value>& arg : call.args) inputs.push_back(ToTensor(arg->tensor, device));

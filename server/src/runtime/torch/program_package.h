@@ -35,7 +35,7 @@ class ProgramPackage {
   // Runs the program on `device` (one it was loaded for) with `inputs` there, on the
   // current stream. Throws what the compiled code throws.
   std::vector<at::Tensor> Run(std::vector<at::Tensor> inputs, c10::Device device) const;
-  // The registry's description of it (its signature: CheckProgramInputs).
+  // The registry's description of it (OpRegistry::Build lists it).
   const OpInfo& info() const { return info_; }
 
  private:
