@@ -5,6 +5,7 @@ module with myops_testing.triton.TritonProcess. Skipped where the nvidia-pytrito
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import textwrap
@@ -112,18 +113,26 @@ def write_repository(root: pathlib.Path, configs: dict[str, str]) -> pathlib.Pat
     return root
 
 
-@pytest.fixture(scope="module")
-def triton(tmp_path_factory):
+@contextlib.contextmanager
+def running_triton(tmp: pathlib.Path, configs: dict[str, str], wait_ready: bool = True):
+    """Triton with the myops backend serving a repository of `configs` (under `tmp`),
+    stopped on exit; skips the test where tritonserver is not installed."""
     if TRITONSERVER is None:
         pytest.skip("tritonserver is not installed (scripts/bootstrap.sh installs nvidia-pytriton)")
     assert BACKEND.exists(), f"{BACKEND} is not built"
-    tmp = tmp_path_factory.mktemp("triton")
-    models = write_repository(tmp / "models", model_configs())
+    models = write_repository(tmp / "models", configs)
     backends = backend_directory(tmp / "backends", {"myops": BACKEND})
-    # Two models fail to load on purpose: Triton keeps serving the others.
     process = TritonProcess(models, backends, log_path=tmp / "triton.log")
-    process.start(wait_ready=False)
+    process.start(wait_ready=wait_ready)
     try:
         yield process
     finally:
         process.stop()
+
+
+@pytest.fixture(scope="module")
+def triton(tmp_path_factory):
+    # Two models fail to load on purpose: Triton keeps serving the others.
+    with running_triton(tmp_path_factory.mktemp("triton"), model_configs(),
+                        wait_ready=False) as process:
+        yield process

@@ -12,9 +12,7 @@ import pytest
 import torch
 
 from myops_testing.programs import example_package, example_program
-from myops_testing.triton import TRITONSERVER, TritonProcess, backend_directory
-
-from conftest import BACKEND, torchvision_library, write_repository
+from conftest import running_triton, torchvision_library
 
 
 @pytest.fixture(scope="module")
@@ -24,24 +22,13 @@ def example():
 
 @pytest.fixture(scope="module")
 def triton(tmp_path_factory):
-    if TRITONSERVER is None:
-        pytest.skip("tritonserver is not installed (scripts/bootstrap.sh installs nvidia-pytriton)")
-    assert BACKEND.exists(), f"{BACKEND} is not built"
-    tmp = tmp_path_factory.mktemp("triton-programs")
-    package = example_package()
-    models = write_repository(tmp / "models", {"detector": f"""
+    with running_triton(tmp_path_factory.mktemp("triton-programs"), {"detector": f"""
         backend: "myops"
         instance_group [ {{ kind: KIND_CPU count: 2 }} ]
-        parameters {{ key: "program" value {{ string_value: "{package}" }} }}
+        parameters {{ key: "program" value {{ string_value: "{example_package()}" }} }}
         parameters {{ key: "libraries" value {{ string_value: "{torchvision_library()}" }} }}
-    """})
-    backends = backend_directory(tmp / "backends", {"myops": BACKEND})
-    process = TritonProcess(models, backends, log_path=tmp / "triton.log")
-    process.start()
-    try:
+    """}) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def request(image, boxes):
