@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
@@ -100,6 +101,8 @@ TEST_F(ClientCallE2eTest, CallOfScaleShiftEqualsScaleShift) {
                 expected->output.bytes())
         << ShapeToString(c.shape);
     EXPECT_EQ(positional->timing.device, "cpu");
+    EXPECT_EQ(positional->timing.replica, expected->timing.replica);
+    EXPECT_FALSE(positional->timing.replica.empty());
 
     absl::StatusOr<CallResult> named =
         client_->Call("myops::scale_shift", {}, {{"x", x.view()}, {"alpha", 2.0}, {"beta", -0.5}});
@@ -118,6 +121,8 @@ TEST_F(ClientCallE2eTest, AsyncCallEqualsScaleShift) {
   absl::StatusOr<CallResult> r = done.get_future().get();
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->outputs[0].TakeTensor().bytes() == expected->output.bytes());
+  EXPECT_EQ(r->timing.replica, expected->timing.replica);
+  EXPECT_FALSE(r->timing.replica.empty());
 }
 
 TEST_F(ClientCallE2eTest, StreamOfCallsEqualsScaleShift) {
@@ -150,6 +155,26 @@ TEST_F(ClientCallE2eTest, StreamOfCallsEqualsScaleShift) {
   }
   EXPECT_EQ((*stream)->Receive().status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_TRUE((*stream)->Close().ok());
+}
+
+TEST_F(ClientCallE2eTest, CancelEndsABlockedReceiveAndTheStream) {
+  absl::StatusOr<std::unique_ptr<CallStreamSession>> stream = client_->OpenCallStream();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const Tensor x = Random(DType::kFloat32, {4}, 7);
+  ASSERT_TRUE((*stream)->Send("myops::scale_shift", {x.view(), 2.0, 1.0}).ok());
+  absl::StatusOr<CallStreamResult> first = (*stream)->Receive();
+  ASSERT_TRUE(first.ok() && first->result.ok()) << first.status();
+  EXPECT_FALSE(first->result->timing.replica.empty());
+  // Nothing more was sent: this Receive waits until Cancel ends the stream.
+  std::future<absl::StatusOr<CallStreamResult>> blocked =
+      std::async(std::launch::async, [&] { return (*stream)->Receive(); });
+  EXPECT_EQ(blocked.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  (*stream)->Cancel();
+  ASSERT_EQ(blocked.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(blocked.get().status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ((*stream)->Send("myops::scale_shift", {x.view(), 2.0, 1.0}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*stream)->Close().code(), absl::StatusCode::kCancelled);
 }
 
 TEST_F(ClientCallE2eTest, ChunkedCallsOnAStreamAreExact) {

@@ -146,11 +146,14 @@ AsyncCall Client::CallAsync(absl::string_view op, absl::Span<const Value> args,
   return AsyncCall(StartCall(
       core_, call, options,
       [done = std::move(done), shm, in_place = options.results_in_shared_memory](
-          absl::Status status, const grpc::ByteBuffer& response, std::string) {
+          absl::Status status, const grpc::ByteBuffer& response, std::string replica) {
         if (!status.ok()) return done(std::move(status));
         const std::optional<internal::ResponseRegion> region =
             internal::ResultRegion(shm, in_place);
-        done(internal::DecodeCallResponse(response, region ? &*region : nullptr));
+        absl::StatusOr<CallResult> result =
+            internal::DecodeCallResponse(response, region ? &*region : nullptr);
+        if (result.ok()) result->timing.replica = std::move(replica);
+        done(std::move(result));
       },
       shm));
 }

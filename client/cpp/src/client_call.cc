@@ -47,7 +47,8 @@ absl::StatusOr<CallResult> Client::Call(absl::string_view op, absl::Span<const V
     if (!shm.ok()) return shm.status();
     call.placement = internal::PlacementOf(*shm);
     grpc::ByteBuffer response;
-    absl::Status status = internal::CallRaw(*core_, call, options, &response);
+    std::string replica;
+    absl::Status status = internal::CallRaw(*core_, call, options, &response, &replica);
     if (!status.ok()) {
       // Once more with new regions when the server lost this client's (it restarted).
       if (placements == 1 &&
@@ -58,7 +59,10 @@ absl::StatusOr<CallResult> Client::Call(absl::string_view op, absl::Span<const V
     }
     const std::optional<internal::ResponseRegion> region =
         internal::ResultRegion(*shm, options.results_in_shared_memory);
-    return internal::DecodeCallResponse(response, region ? &*region : nullptr);
+    absl::StatusOr<CallResult> result =
+        internal::DecodeCallResponse(response, region ? &*region : nullptr);
+    if (result.ok()) result->timing.replica = std::move(replica);
+    return result;
   }
 }
 

@@ -61,6 +61,8 @@ absl::Status StreamSession::Close() { return impl_->Close(); }
 
 int64_t StreamSession::discarded_responses() const { return impl_->discarded_responses(); }
 
+void StreamSession::Cancel() { impl_->Cancel(); }
+
 CallStreamSession::Impl::Impl(std::shared_ptr<internal::ClientCore> core,
                               const CallOptions& options)
     : StreamCall(std::move(core), options,
@@ -136,15 +138,19 @@ absl::StatusOr<uint64_t> CallStreamSession::Send(absl::string_view op, absl::Spa
 absl::Status CallStreamSession::CloseSend() { return impl_->CloseSend(); }
 
 absl::StatusOr<CallStreamResult> CallStreamSession::Receive() {
-  return impl_->ReceivePieces(
+  absl::StatusOr<CallStreamResult> result = impl_->ReceivePieces(
       [this](grpc::ByteBuffer* response, const std::function<bool()>& read_next) {
         return internal::ReceiveCallStreamResponse(
             response, read_next, [this](uint64_t id) { return impl_->TakeRegion(id); });
       });
+  if (result.ok() && result->result.ok()) result->result->timing.replica = impl_->replica();
+  return result;
 }
 
 absl::Status CallStreamSession::Close() { return impl_->Close(); }
 
 int64_t CallStreamSession::discarded_responses() const { return impl_->discarded_responses(); }
+
+void CallStreamSession::Cancel() { impl_->Cancel(); }
 
 }  // namespace myops::client

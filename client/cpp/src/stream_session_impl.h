@@ -165,6 +165,9 @@ class StreamCall {
     return final_status_;
   }
 
+  // gRPC's TryCancel: thread-safe, and unblocks a Send or Receive in progress.
+  void Cancel() { context_.TryCancel(); }
+
   int64_t discarded_responses() const ABSL_LOCKS_EXCLUDED(read_mu_) {
     std::lock_guard<std::mutex> lock(read_mu_);
     return discarded_;

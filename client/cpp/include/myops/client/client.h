@@ -220,6 +220,11 @@ class StreamSession {
   // Number of responses Close discarded (0 before Close).
   int64_t discarded_responses() const;
 
+  // Cancels the RPC (the server sees it cancelled and stops its work): a Send or Receive
+  // blocked meanwhile returns, and Receive and Close then give CancelledError (unless the
+  // stream had already ended). Thread-safe; idempotent.
+  void Cancel();
+
  private:
   friend class Client;
   explicit StreamSession(std::unique_ptr<Impl> impl);
@@ -261,6 +266,7 @@ class CallStreamSession {
   absl::StatusOr<CallStreamResult> Receive();
   absl::Status Close();
   int64_t discarded_responses() const;
+  void Cancel();
 
  private:
   friend class Client;
