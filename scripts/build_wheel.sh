@@ -6,7 +6,9 @@
 #      copied into the wheel's myops_client.libs/ with hashed sonames and the extension's
 #      RUNPATH rewritten, so that the wheel installs and imports on any x86-64 Linux with
 #      glibc >= 2.35 and libstdc++ of GCC >= 12 (manylinux_2_35: what Debian 12's toolchain
-#      gives; auditwheel refuses an older tag).
+#      gives; auditwheel refuses an older tag);
+#   3. abi3audit: the extension uses only the stable ABI of CPython 3.11, as its cp311-abi3
+#      tag claims (one wheel for every CPython from 3.11 on).
 # and the sdist, dist/myops_client-<version>.tar.gz: the sources the extension needs
 # (the root CMakeLists.txt, cmake/, proto/, common/, client/cpp, client/python) with
 # client/python's pyproject.toml adapted to that tree's root. Installing it compiles the
@@ -25,7 +27,8 @@ python -m pip wheel -q --no-deps --no-build-isolation -w "$raw" "$MYOPS_REPO/cli
 mkdir -p "$MYOPS_REPO/dist"
 rm -f "$MYOPS_REPO"/dist/myops_client-*.whl
 auditwheel repair --plat "$PLATFORM" -w "$MYOPS_REPO/dist" "$raw"/myops_client-*.whl 2>&1 | grep -v "^INFO" >&2 || true
-ls "$MYOPS_REPO"/dist/myops_client-*-"$PLATFORM".whl
+abi3audit --strict "$MYOPS_REPO"/dist/myops_client-*-abi3-"$PLATFORM".whl >&2
+ls "$MYOPS_REPO"/dist/myops_client-*-abi3-"$PLATFORM".whl
 
 # The sdist: a staged tree of the tracked sources (as in the working tree) whose root
 # pyproject.toml is client/python's, pointed at that root.

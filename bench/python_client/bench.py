@@ -150,7 +150,7 @@ def run_cpp(address: str, sizes: list[str], args, out: pathlib.Path) -> dict:
 def run_worker(args) -> None:
     """Measures one Python client (args.worker) and writes {size: p50_us}."""
     if args.worker in ("python", "python-ops"):
-        sys.path.insert(0, str(BUILD / "python"))
+        sys.path.insert(0, args.package_dir or str(BUILD / "python"))
         import myops_client
         client = myops_client.Client(args.address, timeout=120.0)
         if args.worker == "python-ops":
@@ -202,6 +202,8 @@ def main() -> None:
     parser.add_argument("--address", help=argparse.SUPPRESS)
     parser.add_argument("--stubs", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    # Where the python workers import myops_client from (wheel_ab.py: an unpacked wheel).
+    parser.add_argument("--package-dir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         run_worker(args)

@@ -7,6 +7,10 @@
         y, timing = client.scale_shift(x, 2.0, 1.0, return_timing=True)
         y = client.ops.myops.scale_shift(x, 2.0, 1.0)   # any served operator
         keep = client.call("torchvision::nms", boxes, scores, 0.5)
+        keep, timing = client.call("torchvision::nms", boxes, scores, 0.5,
+                                   return_timing=True)
+        with client.stream("myops::scale_shift") as stream:  # pipelined
+            ys = list(stream.map((x, 2.0, float(i)) for i in range(100)))
 
 numpy arrays (float16/32/64, int8/16/32/64, uint8, bool; bfloat16 with
 ml_dtypes) come back as numpy arrays, CPU torch tensors as torch tensors, of
@@ -19,7 +23,8 @@ Failures raise ``Error`` subclasses named after the gRPC status code
 The work is done by the native core ``myops_client._core`` (a CPython
 extension around the C++ client); this package adds array conversion
 (``_convert``), the context manager, ``return_timing`` and the operator
-table: ``call`` and ``ops`` (``_ops``, ``_values``).
+table: ``call`` and ``ops`` (``_ops``, ``_values``), and streams
+(``_stream``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from . import _convert, _ops
+from . import _convert, _ops, _stream
 from ._core import (
     Aborted,
     AlreadyExists,
@@ -50,6 +55,7 @@ from ._core import (
     Unknown,
 )
 from ._core import Client as _CoreClient
+from ._stream import Stream
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -61,7 +67,7 @@ __all__ = [
     "DeadlineExceeded", "Error", "FailedPrecondition", "Internal",
     "InvalidArgument", "NotFound", "OutOfRange", "PermissionDenied",
     "ResourceExhausted", "Result", "Timing", "Unauthenticated",
-    "CallView",
+    "CallView", "Stream",
     "Unavailable", "Unimplemented", "Unknown", "__version__",
 ]
 
@@ -163,9 +169,12 @@ class Client(_CoreClient):
 
     # ---- the operator table ------------------------------------------------
 
-    def call(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
+    def call(self, op: str, /, *args: Any, return_timing: bool = False,
+             **kwargs: Any) -> Any:
         """Runs the served operator ``op`` on the server, e.g.
-        ``client.call("torchvision::nms", boxes, scores, 0.5)``.
+        ``client.call("torchvision::nms", boxes, scores, 0.5)``; with
+        ``return_timing=True`` returns ``(result, timing)``, the server's
+        ``Timing`` (stages, device, replica).
 
         ``op`` is "namespace::name" (the overload is the first served one
         whose schema accepts the arguments, as ``torch.ops`` chooses),
@@ -176,10 +185,37 @@ class Client(_CoreClient):
         not fit. Tensors: numpy arrays or CPU torch tensors; results are
         torch tensors when a tensor argument was one, else numpy arrays; one
         result as itself, several as a tuple. ValueError when the server
-        does not list ``op``. Device, timeout and timing: ``with_options``.
+        does not list ``op``. Device, timeout and timing for ``ops`` too:
+        ``with_options``.
         """
-        return self._operator_catalog().call(self._default_context(), op,
-                                             args, kwargs)
+        context = (self._timing_context() if return_timing
+                   else self._default_context())
+        return self._operator_catalog().call(context, op, args, kwargs)
+
+    def stream(self, op: str, *, device: str = "",
+               timeout: float | None = None, return_timing: bool = False,
+               as_torch: bool | None = None) -> Stream:
+        """Opens a stream of pipelined calls of ``op`` (named as for
+        ``call``) on one CallStream RPC: ``send`` requests without waiting,
+        ``receive`` results in send order, or ``map`` an iterable of
+        argument tuples with ``depth`` requests in flight; tensors of any
+        size (chunked beyond the message limit). ``timeout`` (seconds, None:
+        the client's) bounds the whole stream; ``device``,
+        ``return_timing`` and ``as_torch`` as ``with_options``::
+
+            with client.stream("myops::scale_shift") as stream:
+                for y in stream.map(((x, 2.0, 1.0) for x in batches), depth=8):
+                    ...
+
+        ValueError when the server does not list ``op``.
+        """
+        _ops.check_device(device)
+        catalog = self._operator_catalog()
+        catalog.resolve(op)
+        context = _ops.Context(_no_invoke, bool(return_timing),
+                               None if as_torch is None else bool(as_torch))
+        return Stream(self._open_stream(device, timeout), catalog, op,
+                      context)
 
     @property
     def ops(self) -> _ops.Ops:
@@ -220,6 +256,13 @@ class Client(_CoreClient):
             self.__dict__["_op_catalog"] = catalog
         return catalog
 
+    def _timing_context(self) -> _ops.Context:
+        context = self.__dict__.get("_timed")
+        if context is None:
+            context = _ops.Context(_weak_invoke(self), return_timing=True)
+            self.__dict__["_timed"] = context
+        return context
+
     def _default_context(self) -> _ops.Context:
         context = self.__dict__.get("_context")
         if context is None:
@@ -242,6 +285,11 @@ def _weak_invoke(client: Client) -> _ops.Invoke:
         return owner._call(op, arguments, "", None)
 
     return invoke
+
+
+def _no_invoke(op: str, arguments: list[tuple[str, int, Any]]) -> Any:
+    """The invoke function of a stream's context, which sends by itself."""
+    raise AssertionError("a stream's calls are sent by Stream.send")
 
 
 class CallView:

@@ -80,6 +80,23 @@ class CompletionQueue:
     def closed(self) -> bool: ...
     def _post(self, key: int, value: int, code: int = 0, /) -> None: ...
 
+# One response of a CallStream as it arrived: (request_id, (outputs, timing),
+# None), or (request_id, None, error) for a request the server failed.
+StreamItem = tuple[int, tuple[list[tuple[int, Any]], Timing] | None,
+                   BaseException | None]
+
+class CallStream:
+    """One CallStream RPC (Client._open_stream); a receiver thread takes its
+    responses as they arrive."""
+    def _send(self, op: str, arguments: list[tuple[str, int, Any]], /) -> int: ...
+    # The next response; None once the stream ended OK, else raises its
+    # final error (blocking streams only).
+    def _receive(self) -> StreamItem | None: ...
+    def close_send(self) -> None: ...
+    def cancel(self) -> None: ...
+    @property
+    def ended(self) -> bool: ...
+
 class Client:
     __dict__: dict[str, Any]
     def __init__(
@@ -166,6 +183,14 @@ class Client:
         self, queue: CompletionQueue,
         key: int, service: str, timeout: float | None = None, /
     ) -> PendingCall: ...
+    def _open_stream(
+        self,
+        device: str | None = None,
+        timeout: float | None = None,
+        queue: CompletionQueue | None = None,
+        key: int = 0,
+        /,
+    ) -> CallStream: ...
     def close(self) -> None: ...
 
 def _raise_status(code: int, message: str, /) -> None: ...

@@ -38,6 +38,9 @@ from . import _values
 Sent = tuple[Sequence[tuple[int, Any]], Any]
 Invoke = Callable[[str, list[tuple[str, int, Any]]],
                   Union[Sent, Awaitable[Sent]]]
+# A call bound to its overload, ready to send: the overload, the arguments in
+# wire form and the state its results are converted with (Catalog.bind).
+Bound = tuple["Overload", list[tuple[str, int, Any]], _values.CallState]
 
 
 def check_device(device: object) -> None:
@@ -162,14 +165,20 @@ class Overload:
                     kwargs[info["name"]], info, position, op, schema, state)))
         return wire
 
-    def call(self, context: Context, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> Any:
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                ) -> Bound:
+        """A call of this overload bound, ready to send:
+        NotImplementedError when it is not served, else as ``bind``."""
         if not self.served:
             raise NotImplementedError(
                 f"{self.wire_name} is not served by this server: "
                 f"{self.reason or 'no reason given'}")
         state = _values.CallState()
-        wire = self.bind(args, kwargs, state)
+        return self, self.bind(args, kwargs, state), state
+
+    def call(self, context: Context, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+        _, wire, state = self.prepare(args, kwargs)
         return self.finish(context, wire, state)
 
     def finish(self, context: Context, wire: list[tuple[str, int, Any]],
@@ -179,14 +188,17 @@ class Overload:
         sent = context.invoke(self.wire_name, wire)
         if context.asynchronous:
             return self._finish_later(context, sent, state)
-        return self._results(context, sent, state)
+        return self.results(context, sent, state)
 
     async def _finish_later(self, context: Context, sent: Any,
                             state: _values.CallState) -> Any:
-        return self._results(context, await sent, state)
+        return self.results(context, await sent, state)
 
-    def _results(self, context: Context, sent: Any,
-                 state: _values.CallState) -> Any:
+    def results(self, context: Context, sent: Any,
+                state: _values.CallState) -> Any:
+        """The value of a call from what the native call returned,
+        ``(outputs, timing)``: one result as itself, several as a tuple,
+        with the timing when the context asks for it."""
         outputs, timing = sent
         if context.as_torch is not None:
             state.torch = context.as_torch
@@ -236,12 +248,19 @@ class Catalog:
              kwargs: dict[str, Any]) -> Any:
         """``Client.call``: runs op "ns::name" (overload chosen by the
         arguments), "ns::name.overload" or program "NAME"."""
+        overload, wire, state = self.bind(op, args, kwargs)
+        return overload.finish(context, wire, state)
+
+    def bind(self, op: str, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Bound:
+        """A call of op (as ``call`` names it) bound to its overload and
+        in wire form, ready to send."""
         overloads, wanted = self.resolve(op)
         if wanted is None:
-            return call_packet(context, overloads, args, kwargs)
+            return bind_packet(overloads, args, kwargs)
         for overload in overloads:
             if overload.attribute == wanted:
-                return overload.call(context, args, kwargs)
+                return overload.prepare(args, kwargs)
         raise ValueError(
             f"operator {overloads[0].name!r} has no overload {wanted!r}; it "
             f"has {', '.join(o.attribute for o in overloads)}")
@@ -250,9 +269,17 @@ class Catalog:
 def call_packet(context: Context, overloads: list[Overload],
                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Calls the first served overload whose schema binds the arguments."""
+    overload, wire, state = bind_packet(overloads, args, kwargs)
+    return overload.finish(context, wire, state)
+
+
+def bind_packet(overloads: list[Overload], args: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Bound:
+    """Binds the arguments to the first served overload whose schema accepts
+    them."""
     served = [o for o in overloads if o.served]
     if len(overloads) == 1 or len(served) == 1:
-        return (served or overloads)[0].call(context, args, kwargs)
+        return (served or overloads)[0].prepare(args, kwargs)
     if not served:
         raise NotImplementedError(
             f"{overloads[0].name} is not served by this server: "
@@ -266,7 +293,7 @@ def call_packet(context: Context, overloads: list[Overload],
         except TypeError as error:
             errors.append(f"{overload.attribute}: {error}")
             continue
-        return overload.finish(context, wire, state)
+        return overload, wire, state
     raise TypeError(
         f"{overloads[0].name}: no served overload accepts these arguments:\n"
         + "\n".join(errors))

@@ -11,6 +11,9 @@ calls as awaitables.
                                         for i in range(100)))
             y = await client.ops.myops.scale_shift(x, 2.0, 1.0)
             keep = await client.call("torchvision::nms", boxes, scores, 0.5)
+            async with await client.stream("myops::scale_shift") as stream:
+                async for y in stream.map((x, 2.0, float(i)) for i in range(9)):
+                    ...
 
     asyncio.run(main())
 
@@ -46,11 +49,12 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar, overload
 from . import _convert, _ops
 from ._core import Client as _CoreClient
 from ._core import CompletionQueue, PendingCall, Timing
+from ._stream import AsyncStream as Stream
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-__all__ = ["CallView", "Client"]
+__all__ = ["CallView", "Client", "Stream"]
 
 _Array = TypeVar("_Array")
 _Self = TypeVar("_Self", bound="Client")
@@ -98,8 +102,14 @@ class Client:
         self._keys = itertools.count()
         self._in_flight: dict[int, tuple[asyncio.Future[Any], PendingCall]] = {}
         self._drained: asyncio.Future[None] | None = None
+        # Open streams by key: their responses and ends come through the
+        # queue too. Weak: a stream dropped unclosed is cancelled (its end
+        # then finds no one).
+        self._streams: weakref.WeakValueDictionary[int, Stream] = (
+            weakref.WeakValueDictionary())
         self._catalog: _ops.Catalog | None = None
         self._view = CallView(self, "", None, False, None)
+        self._timed_view = CallView(self, "", None, True, None)
 
     # ---- the options ------------------------------------------------------
 
@@ -153,10 +163,15 @@ class Client:
         removed and its eventfd closed. Idempotent."""
         self._core.close()
         loop = asyncio.get_running_loop()
-        if self._in_flight and loop is not self._loop:
+        streams = list(self._streams.values())
+        if (self._in_flight or streams) and loop is not self._loop:
             self._attach(loop)
         for _, pending in list(self._in_flight.values()):
             pending.cancel()
+        for stream in streams:
+            stream.cancel()
+        for stream in streams:
+            await stream.close()
         while self._in_flight:
             self._drained = loop.create_future()
             await self._drained
@@ -208,6 +223,11 @@ class Client:
         """On the loop: resolves the futures of these finished calls."""
         in_flight = self._in_flight
         for key, value, error in outcomes:
+            stream = self._streams.get(key)
+            if stream is not None:
+                if stream._deliver(value, error):
+                    del self._streams[key]
+                continue
             entry = in_flight.pop(key, None)
             if entry is None:  # forgotten (its loop closed)
                 continue
@@ -270,10 +290,38 @@ class Client:
 
     # ---- the operator table -----------------------------------------------
 
-    async def call(self, op: str, /, *args: Any, **kwargs: Any) -> Any:
+    async def call(self, op: str, /, *args: Any, return_timing: bool = False,
+                   **kwargs: Any) -> Any:
         """Runs the served operator ``op``: as ``myops_client.Client.call``,
-        awaited (the first call lists the server's operators)."""
-        return await self._view.call(op, *args, **kwargs)
+        awaited (the first call lists the server's operators);
+        ``return_timing=True`` returns ``(result, timing)``."""
+        view = self._timed_view if return_timing else self._view
+        return await view.call(op, *args, **kwargs)
+
+    async def stream(self, op: str, *, device: str = "",
+                     timeout: float | None = None,
+                     return_timing: bool = False,
+                     as_torch: bool | None = None) -> Stream:
+        """Opens a stream of pipelined calls of ``op``: as
+        ``myops_client.Client.stream``, its calls awaited::
+
+            async with await client.stream("myops::scale_shift") as stream:
+                async for y in stream.map((x, 2.0, 1.0) for x in batches):
+                    ...
+        """
+        _ops.check_device(device)
+        catalog = await self._operator_catalog()
+        catalog.resolve(op)
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._attach(loop)
+        key = next(self._keys)
+        native = self._core._open_stream(device, timeout, self._queue, key)
+        context = _ops.Context(_stream_invoke, bool(return_timing),
+                               None if as_torch is None else bool(as_torch))
+        stream = Stream(native, catalog, op, context)
+        self._streams[key] = stream
+        return stream
 
     @property
     def ops(self) -> _ops.Ops | RemoteName:
@@ -297,11 +345,17 @@ class Client:
         """Lists the server's operators again (for ``call`` and ``ops``)."""
         self._catalog = _ops.Catalog(await self.list_operators())
         self._view.reset()
+        self._timed_view.reset()
 
     async def _operator_catalog(self) -> _ops.Catalog:
         if self._catalog is None:
             self._catalog = _ops.Catalog(await self.list_operators())
         return self._catalog
+
+
+def _stream_invoke(op: str, arguments: list[tuple[str, int, Any]]) -> Any:
+    """The invoke function of a stream's context, which sends by itself."""
+    raise AssertionError("a stream's calls are sent by Stream.send")
 
 
 def _on_completions(client_ref: weakref.ref[Client], queue: CompletionQueue,

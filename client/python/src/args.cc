@@ -19,7 +19,7 @@ parse_timeout(PyObject *value, const char *what, double *seconds)
         PyErr_Format(
             PyExc_TypeError,
             "%s must be a number of seconds (int or float), not %.200s", what,
-            Py_TYPE(value)->tp_name);
+            type_name(value).c_str());
         return -1;
     }
     double v = PyFloat_AsDouble(value);
@@ -44,7 +44,7 @@ parse_int_in_range(PyObject *value, const char *what, long long lo,
 {
     if (PyBool_Check(value) || !PyLong_Check(value)) {
         PyErr_Format(PyExc_TypeError, "%s must be an int, not %.200s", what,
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
     int overflow;
@@ -114,13 +114,13 @@ parse_pem(PyObject *value, const char *what, std::string *out)
         }
     }
     else if (PyBytes_Check(value)) {
-        data = PyBytes_AS_STRING(value);
-        size = PyBytes_GET_SIZE(value);
+        data = PyBytes_AsString(value);
+        size = PyBytes_Size(value);
     }
     else {
         PyErr_Format(PyExc_TypeError,
                      "%s must be PEM text (str or bytes) or None, not %.200s",
-                     what, Py_TYPE(value)->tp_name);
+                     what, type_name(value).c_str());
         return -1;
     }
     out->assign(data, static_cast<size_t>(size));
@@ -136,7 +136,7 @@ parse_bool(PyObject *value, const char *what, bool *out)
     }
     if (!PyBool_Check(value)) {
         PyErr_Format(PyExc_TypeError, "%s must be a bool, not %.200s", what,
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
     *out = value == Py_True;
@@ -152,7 +152,7 @@ parse_load_balancing(PyObject *value, mc::LoadBalancing *out)
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError,
                      "load_balancing must be a str, not %.200s",
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
     if (PyUnicode_CompareWithASCIIString(value, "round_robin") == 0) {
@@ -178,7 +178,7 @@ parse_shared_memory(PyObject *value, mc::SharedMemoryMode *out)
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError,
                      "shared_memory must be a str, not %.200s",
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
     static const struct {
@@ -207,7 +207,7 @@ parse_token(PyObject *value, std::string *out)
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError,
                      "token must be a str or None, not %.200s",
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
     Py_ssize_t size;
@@ -240,7 +240,7 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
         PyErr_Format(
             PyExc_TypeError,
             "channel_args must be a dict of str to int or str, not %.200s",
-            Py_TYPE(value)->tp_name);
+            type_name(value).c_str());
         return -1;
     }
     PyObject *key, *item;
@@ -249,10 +249,10 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
         if (!PyUnicode_Check(key)) {
             PyErr_Format(PyExc_TypeError,
                          "channel_args keys must be str, not %.200s",
-                         Py_TYPE(key)->tp_name);
+                         type_name(key).c_str());
             return -1;
         }
-        const char *name = PyUnicode_AsUTF8(key);
+        const char *name = PyUnicode_AsUTF8AndSize(key, NULL);
         if (name == NULL) {
             return -1;
         }
@@ -271,7 +271,7 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
             options->int_channel_args[name] = static_cast<int>(v);
         }
         else if (PyUnicode_Check(item)) {
-            const char *text = PyUnicode_AsUTF8(item);
+            const char *text = PyUnicode_AsUTF8AndSize(item, NULL);
             if (text == NULL) {
                 return -1;
             }
@@ -280,7 +280,7 @@ parse_channel_args(PyObject *value, mc::ClientOptions *options)
         else {
             PyErr_Format(PyExc_TypeError,
                          "channel_args[%R] must be int or str, not %.200s",
-                         key, Py_TYPE(item)->tp_name);
+                         key, type_name(item).c_str());
             return -1;
         }
     }
@@ -304,13 +304,13 @@ parse_shape(PyObject *value, std::vector<int64_t> *shape)
     else {
         PyErr_Format(PyExc_TypeError,
                      "shape must be a tuple of ints, not %.200s",
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
-    const Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+    const Py_ssize_t n = PyTuple_Size(tuple);
     shape->resize(static_cast<size_t>(n));
     for (Py_ssize_t i = 0; i < n; ++i) {
-        long long dim = PyLong_AsLongLong(PyTuple_GET_ITEM(tuple, i));
+        long long dim = PyLong_AsLongLong(PyTuple_GetItem(tuple, i));
         if (dim == -1 && PyErr_Occurred()) {
             Py_DECREF(tuple);
             return -1;

@@ -33,7 +33,7 @@ pending_dealloc(PyObject *op)
 {
     PyTypeObject *tp = Py_TYPE(op);
     delete reinterpret_cast<PendingObject *>(op)->handle;
-    tp->tp_free(op);
+    type_free(tp, op);
     Py_DECREF(tp);
 }
 
@@ -97,13 +97,13 @@ int
 check_nargs(const char *name, const char *usage, Py_ssize_t nargs,
             Py_ssize_t lo, Py_ssize_t hi, PyObject *kwnames)
 {
-    if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < lo ||
+    if ((kwnames != NULL && PyTuple_Size(kwnames) > 0) || nargs < lo ||
         nargs > hi) {
         PyErr_Format(PyExc_TypeError,
                      "%s() takes %zd to %zd positional arguments (%s), got "
                      "%zd positional and %zd keyword",
                      name, lo, hi, usage, nargs,
-                     kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+                     kwnames == NULL ? 0 : PyTuple_Size(kwnames));
         return -1;
     }
     return 0;
@@ -122,6 +122,7 @@ PyType_Spec pending_spec = {
 
 PyObject *
 start_pending(PyObject *client, PyObject *queue_arg, PyObject *key_arg,
+              std::shared_ptr<mc::Client> *cpp_client,
               const std::function<mc::AsyncCall(const Target &)> &start)
 {
     ModuleState *state = find_state(Py_TYPE(client));
@@ -135,7 +136,7 @@ start_pending(PyObject *client, PyObject *queue_arg, PyObject *key_arg,
     }
     if (!PyLong_Check(key_arg)) {
         PyErr_Format(PyExc_TypeError, "key must be an int, not %.200s",
-                     Py_TYPE(key_arg)->tp_name);
+                     type_name(key_arg).c_str());
         return NULL;
     }
     target.key = PyLong_AsUnsignedLongLong(key_arg);
@@ -150,6 +151,7 @@ start_pending(PyObject *client, PyObject *queue_arg, PyObject *key_arg,
     {
         GilRelease nogil;
         *pending->handle = start(target);
+        cpp_client->reset(); /* the call in flight keeps what it needs */
     }
     return reinterpret_cast<PyObject *>(pending);
 }
@@ -177,12 +179,13 @@ client_start_scale_shift(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                               &client) < 0) {
             return NULL;
         }
-        return start_pending(op, args[0], args[1], [&](const Target &t) {
-            return client->ScaleShiftAsync(
-                x.view, x.alpha, x.beta,
-                completion_callback<mc::ScaleShiftResult>(t, result_from),
-                call);
-        });
+        return start_pending(
+            op, args[0], args[1], &client, [&](const Target &t) {
+                return client->ScaleShiftAsync(
+                    x.view, x.alpha, x.beta,
+                    completion_callback<mc::ScaleShiftResult>(t, result_from),
+                    call);
+            });
     });
 }
 
@@ -202,10 +205,11 @@ client_start_server_info(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                               &client) < 0) {
             return NULL;
         }
-        return start_pending(op, args[0], args[1], [&](const Target &t) {
-            return client->GetServerInfoAsync(
-                completion_callback<mc::ServerInfo>(t, info_of), call);
-        });
+        return start_pending(
+            op, args[0], args[1], &client, [&](const Target &t) {
+                return client->GetServerInfoAsync(
+                    completion_callback<mc::ServerInfo>(t, info_of), call);
+            });
     });
 }
 
@@ -222,12 +226,13 @@ client_start_list_operators(PyObject *op, PyObject *const *args,
                               &client) < 0) {
             return NULL;
         }
-        return start_pending(op, args[0], args[1], [&](const Target &t) {
-            return client->ListOperatorsAsync(
-                completion_callback<std::vector<mc::OperatorDescription>>(
-                    t, operators_of),
-                call);
-        });
+        return start_pending(
+            op, args[0], args[1], &client, [&](const Target &t) {
+                return client->ListOperatorsAsync(
+                    completion_callback<std::vector<mc::OperatorDescription>>(
+                        t, operators_of),
+                    call);
+            });
     });
 }
 
@@ -244,7 +249,7 @@ client_start_health(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         }
         if (!PyUnicode_Check(args[2])) {
             PyErr_Format(PyExc_TypeError, "service must be a str, not %.200s",
-                         Py_TYPE(args[2])->tp_name);
+                         type_name(args[2]).c_str());
             return NULL;
         }
         Py_ssize_t size;
@@ -254,10 +259,11 @@ client_start_health(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
         const std::string service(text, static_cast<size_t>(size));
-        return start_pending(op, args[0], args[1], [&](const Target &t) {
-            return client->HealthAsync(
-                service, completion_callback<bool>(t, bool_of), call);
-        });
+        return start_pending(
+            op, args[0], args[1], &client, [&](const Target &t) {
+                return client->HealthAsync(
+                    service, completion_callback<bool>(t, bool_of), call);
+            });
     });
 }
 
@@ -278,7 +284,7 @@ client_start_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         std::shared_ptr<mc::Client> client;
         if (!PyUnicode_Check(args[2])) {
             PyErr_Format(PyExc_TypeError, "op must be a str, not %.200s",
-                         Py_TYPE(args[2])->tp_name);
+                         type_name(args[2]).c_str());
             return NULL;
         }
         Py_ssize_t size;
@@ -293,11 +299,13 @@ client_start_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                               &client) < 0) {
             return NULL;
         }
-        return start_pending(op, args[0], args[1], [&](const Target &t) {
-            return client->CallAsync(
-                name, arguments.args, arguments.kwargs,
-                completion_callback<mc::CallResult>(t, call_result_of), call);
-        });
+        return start_pending(
+            op, args[0], args[1], &client, [&](const Target &t) {
+                return client->CallAsync(
+                    name, arguments.args, arguments.kwargs,
+                    completion_callback<mc::CallResult>(t, call_result_of),
+                    call);
+            });
     });
 }
 

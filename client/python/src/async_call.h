@@ -46,12 +46,14 @@ completion_callback(const Target &target,
 }
 
 /* Starts a call: `start` runs with the GIL released and returns the call's
- * handle. `queue_arg` must be an open CompletionQueue and `key_arg` an int
+ * handle; `cpp_client` (what `start` calls) is then dropped, the GIL still
+ * released. `queue_arg` must be an open CompletionQueue and `key_arg` an int
  * in [0, 2**64). Returns a new PendingCall, or NULL with an exception set
  * (TypeError, ValueError for a closed queue, OverflowError) without
  * starting. */
 PyObject *start_pending(
     PyObject *client, PyObject *queue_arg, PyObject *key_arg,
+    std::shared_ptr<myops::client::Client> *cpp_client,
     const std::function<myops::client::AsyncCall(const Target &)> &start);
 
 }  // namespace myops_python

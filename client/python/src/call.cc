@@ -56,7 +56,7 @@ parse_str(PyObject *value, const char *what, std::string *out)
 {
     if (!PyUnicode_Check(value)) {
         PyErr_Format(PyExc_TypeError, "%s must be a str, not %.200s", what,
-                     Py_TYPE(value)->tp_name);
+                     type_name(value).c_str());
         return -1;
     }
     Py_ssize_t size;
@@ -96,7 +96,7 @@ parse_tensor(PyObject *triple, CallArguments *call, mc::TensorView *view)
             PyErr_Format(PyExc_TypeError,
                          "a tensor is a (dtype_code, shape, buffer) tuple, "
                          "not %.200s",
-                         Py_TYPE(triple)->tp_name);
+                         type_name(triple).c_str());
         }
         return -1;
     }
@@ -125,7 +125,7 @@ items_of(PyObject *payload, const char *what)
         return PyList_AsTuple(payload);
     }
     PyErr_Format(PyExc_TypeError, "%s must be a tuple or list, not %.200s",
-                 what, Py_TYPE(payload)->tp_name);
+                 what, type_name(payload).c_str());
     return NULL;
 }
 
@@ -199,12 +199,12 @@ parse_value(long field, PyObject *payload, CallArguments *call, mc::Value *out)
     if (items == NULL) {
         return -1;
     }
-    const Py_ssize_t n = PyTuple_GET_SIZE(items);
+    const Py_ssize_t n = PyTuple_Size(items);
     int rc = 0;
     if (field == kFieldIntList) {
         std::vector<int64_t> values(static_cast<size_t>(n));
         for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-            long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(items, i));
+            long long v = PyLong_AsLongLong(PyTuple_GetItem(items, i));
             rc = v == -1 && PyErr_Occurred() ? -1 : 0;
             values[static_cast<size_t>(i)] = v;
         }
@@ -213,7 +213,7 @@ parse_value(long field, PyObject *payload, CallArguments *call, mc::Value *out)
     else if (field == kFieldFloatList) {
         std::vector<double> values(static_cast<size_t>(n));
         for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-            double v = PyFloat_AsDouble(PyTuple_GET_ITEM(items, i));
+            double v = PyFloat_AsDouble(PyTuple_GetItem(items, i));
             rc = v == -1.0 && PyErr_Occurred() ? -1 : 0;
             values[static_cast<size_t>(i)] = v;
         }
@@ -222,7 +222,7 @@ parse_value(long field, PyObject *payload, CallArguments *call, mc::Value *out)
     else {
         std::vector<mc::TensorView> views(static_cast<size_t>(n));
         for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-            rc = parse_tensor(PyTuple_GET_ITEM(items, i), call,
+            rc = parse_tensor(PyTuple_GetItem(items, i), call,
                               &views[static_cast<size_t>(i)]);
         }
         *out = mc::Value(std::move(views));
@@ -279,7 +279,7 @@ output_of(ModuleState *state, mc::Value &value, const mc::Timing &timing)
                 Py_CLEAR(items);
                 break;
             }
-            PyTuple_SET_ITEM(items, static_cast<Py_ssize_t>(i), v);
+            PyTuple_SetItem(items, static_cast<Py_ssize_t>(i), v);
         }
     }
     else if (value.kind() == mc::Value::Kind::kFloatList) {
@@ -292,7 +292,7 @@ output_of(ModuleState *state, mc::Value &value, const mc::Timing &timing)
                 Py_CLEAR(items);
                 break;
             }
-            PyTuple_SET_ITEM(items, static_cast<Py_ssize_t>(i), v);
+            PyTuple_SetItem(items, static_cast<Py_ssize_t>(i), v);
         }
     }
     else {
@@ -305,7 +305,7 @@ output_of(ModuleState *state, mc::Value &value, const mc::Timing &timing)
                 Py_CLEAR(items);
                 break;
             }
-            PyList_SET_ITEM(items, static_cast<Py_ssize_t>(i), r);
+            PyList_SetItem(items, static_cast<Py_ssize_t>(i), r);
         }
     }
     return items == NULL ? NULL : Py_BuildValue("(lN)", field, items);
@@ -323,9 +323,9 @@ parse_call_arguments(PyObject *arguments, CallArguments *call)
         return -1;
     }
     int rc = 0;
-    const Py_ssize_t n = PyTuple_GET_SIZE(items);
+    const Py_ssize_t n = PyTuple_Size(items);
     for (Py_ssize_t i = 0; i < n && rc == 0; ++i) {
-        PyObject *item = PyTuple_GET_ITEM(items, i);
+        PyObject *item = PyTuple_GetItem(items, i);
         PyObject *name_obj, *payload;
         long field;
         if (!PyTuple_Check(item) ||
@@ -335,7 +335,7 @@ parse_call_arguments(PyObject *arguments, CallArguments *call)
                 PyErr_Format(PyExc_TypeError,
                              "arguments[%zd] must be a (name, field, payload) "
                              "tuple, not %.200s",
-                             i, Py_TYPE(item)->tp_name);
+                             i, type_name(item).c_str());
             }
             rc = -1;
             break;
@@ -380,7 +380,7 @@ call_result_of(ModuleState *state, mc::CallResult &&result)
             Py_CLEAR(outputs);
             break;
         }
-        PyList_SET_ITEM(outputs, static_cast<Py_ssize_t>(i), item);
+        PyList_SetItem(outputs, static_cast<Py_ssize_t>(i), item);
     }
     if (outputs == NULL) {
         return NULL;
@@ -393,14 +393,13 @@ client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
             PyObject *kwnames)
 {
     return guarded<PyObject *>(NULL, [&]() -> PyObject * {
-        if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < 2 ||
+        if ((kwnames != NULL && PyTuple_Size(kwnames) > 0) || nargs < 2 ||
             nargs > 4) {
             PyErr_Format(PyExc_TypeError,
                          "_call() takes 2 to 4 positional arguments (op, "
                          "arguments[, device[, timeout]]), got %zd "
                          "positional and %zd keyword",
-                         nargs,
-                         kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+                         nargs, kwnames == NULL ? 0 : PyTuple_Size(kwnames));
             return NULL;
         }
         std::string name;
@@ -425,6 +424,7 @@ client_call(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
             GilRelease nogil;
             result =
                 client->Call(name, arguments.args, arguments.kwargs, call);
+            client.reset();
         }
         ModuleState *state = find_state(Py_TYPE(op));
         if (state == NULL) {

@@ -5,7 +5,8 @@
  * shared_ptr to it while holding the GIL and releases the GIL for the RPC, so
  * close() or a second __init__ during calls in flight is safe (the old client
  * lives until those calls return). Whoever drops the last reference
- * destroys it with the GIL released (destroy_client). Subclassable; instances
+ * destroys it with the GIL released (drop_client, or after the call with the
+ * GIL still released). Subclassable; instances
  * have a __dict__ and weak references, and take part in cyclic GC through the
  * __dict__.
  */
@@ -37,21 +38,6 @@ namespace myops_python {
 namespace {
 
 using ClientHandle = std::shared_ptr<mc::Client>;
-
-/* The deleter of every ClientHandle: destroys the C++ client, whose channel
- * destruction may wait for gRPC's threads, without the GIL, so that other
- * Python threads run meanwhile. */
-void
-destroy_client(mc::Client *client)
-{
-    if (PyGILState_Check()) {
-        GilRelease nogil;
-        delete client;
-    }
-    else {
-        delete client;
-    }
-}
 
 struct ClientObject {
     PyObject_HEAD
@@ -88,7 +74,7 @@ parse_call_options(ClientObject *self, PyObject *timeout, PyObject *device,
             PyErr_Format(PyExc_TypeError,
                          "device must be a str ('', 'cpu', 'cuda', "
                          "'cuda:N'), not %.200s",
-                         Py_TYPE(device)->tp_name);
+                         type_name(device).c_str());
             return -1;
         }
         Py_ssize_t size;
@@ -140,7 +126,7 @@ client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return guarded<PyObject *>(NULL, [&]() -> PyObject * {
         auto handle = std::make_unique<ClientHandle>();
         ClientObject *self =
-            reinterpret_cast<ClientObject *>(type->tp_alloc(type, 0));
+            reinterpret_cast<ClientObject *>(type_alloc(type));
         if (self == NULL) {
             return NULL;
         }
@@ -170,8 +156,12 @@ client_init(PyObject *op, PyObject *args, PyObject *kwds)
             }
             return -1;
         }
-        *self->handle = ClientHandle(client->release(), destroy_client);
-        Py_XSETREF(self->target, Py_NewRef(target));
+        ClientHandle old =
+            std::exchange(*self->handle, ClientHandle(std::move(*client)));
+        drop_client(&old);
+        PyObject *old_target = self->target;
+        self->target = Py_NewRef(target);
+        Py_XDECREF(old_target);
         self->timeout = timeout;
         return 0;
     });
@@ -204,9 +194,11 @@ client_dealloc(PyObject *op)
     }
     (void)client_clear(op);
     Py_CLEAR(self->target);
-    delete self->handle; /* the channel closes once calls in flight end */
+    drop_client(
+        self->handle); /* the channel closes once calls in flight end */
+    delete self->handle;
     self->handle = NULL;
-    tp->tp_free(op);
+    type_free(tp, op);
     Py_DECREF(tp);
 }
 
@@ -219,7 +211,7 @@ client_repr(PyObject *op)
         return NULL;
     }
     PyObject *repr = PyUnicode_FromFormat(
-        "<%s target=%R timeout=%R%s>", Py_TYPE(op)->tp_name,
+        "<%s target=%R timeout=%R%s>", type_name(op).c_str(),
         self->target != NULL ? self->target : Py_None, timeout,
         *self->handle == nullptr ? " closed" : "");
     Py_DECREF(timeout);
@@ -282,14 +274,13 @@ client_scale_shift(PyObject *op, PyTypeObject *defining_class,
 {
     ClientObject *self = as_client(op);
     return guarded<PyObject *>(NULL, [&]() -> PyObject * {
-        if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) || nargs < 5 ||
+        if ((kwnames != NULL && PyTuple_Size(kwnames) > 0) || nargs < 5 ||
             nargs > 7) {
             PyErr_Format(PyExc_TypeError,
                          "_scale_shift() takes 5 to 7 positional arguments "
                          "(dtype, shape, data, alpha, beta[, device[, "
                          "timeout]]), got %zd positional and %zd keyword",
-                         nargs,
-                         kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+                         nargs, kwnames == NULL ? 0 : PyTuple_Size(kwnames));
             return NULL;
         }
         ModuleState *state =
@@ -311,6 +302,7 @@ client_scale_shift(PyObject *op, PyTypeObject *defining_class,
         {
             GilRelease nogil;
             result = client->ScaleShift(x.view, x.alpha, x.beta, call);
+            client.reset();
         }
         if (!result.ok()) {
             return set_status_error(state, result.status());
@@ -343,6 +335,7 @@ client_server_info(PyObject *op, PyObject *args, PyObject *kwds)
         {
             GilRelease nogil;
             info = client->GetServerInfo(call);
+            client.reset();
         }
         if (!info.ok()) {
             ModuleState *state = find_state(Py_TYPE(op));
@@ -380,6 +373,7 @@ client_health(PyObject *op, PyObject *args, PyObject *kwds)
         {
             GilRelease nogil;
             serving = client->Health(name, call);
+            client.reset();
         }
         if (!serving.ok()) {
             ModuleState *state = find_state(Py_TYPE(op));
@@ -397,6 +391,7 @@ client_close(PyObject *op, PyObject *Py_UNUSED(ignored))
         /* Calls in flight keep their own reference to the C++ client. */
         ClientHandle old;
         old.swap(*as_client(op)->handle);
+        drop_client(&old);
         Py_RETURN_NONE;
     });
 }
@@ -504,6 +499,14 @@ PyMethodDef client_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      PyDoc_STR("_start_health(done, service, timeout=None, /)\n--\n\nStarts "
                "health() without blocking.")},
+    {"_open_stream",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)(void)>(client_open_stream)),
+     METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("_open_stream(device=None, timeout=None, queue=None, key=0, "
+               "/)\n--\n\nOpens a CallStream RPC (its deadline: timeout, or "
+               "the client's); returns a CallStream whose responses go to its "
+               "own queue, or to `queue` (a CompletionQueue) under `key`.")},
     {"close", client_close, METH_NOARGS,
      PyDoc_STR("close()\n--\n\n"
                "Close the channel (once calls in flight end). Idempotent; "

@@ -96,24 +96,6 @@ queue(PyObject *op)
     return **reinterpret_cast<QueueObject *>(op)->queue;
 }
 
-/* The exception set, normalized, as a new reference; clears it. */
-PyObject *
-fetch_exception()
-{
-    PyObject *type, *value, *traceback;
-    PyErr_Fetch(&type, &value, &traceback);
-    PyErr_NormalizeException(&type, &value, &traceback);
-    if (value == NULL) {
-        value = Py_NewRef(Py_None);
-    }
-    else if (traceback != NULL) {
-        PyException_SetTraceback(value, traceback);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(traceback);
-    return value;
-}
-
 /* The (key, value, error) tuple of a finished call. */
 PyObject *
 outcome_of(ModuleState *state, FinishedCall &call)
@@ -138,9 +120,9 @@ outcome_of(ModuleState *state, FinishedCall &call)
         Py_DECREF(error);
         return NULL;
     }
-    PyTuple_SET_ITEM(outcome, 0, key);
-    PyTuple_SET_ITEM(outcome, 1, value);
-    PyTuple_SET_ITEM(outcome, 2, error);
+    PyTuple_SetItem(outcome, 0, key);
+    PyTuple_SetItem(outcome, 1, value);
+    PyTuple_SetItem(outcome, 2, error);
     return outcome;
 }
 
@@ -148,8 +130,8 @@ PyObject *
 queue_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     return guarded<PyObject *>(NULL, [&]() -> PyObject * {
-        if (PyTuple_GET_SIZE(args) != 0 ||
-            (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        if (PyTuple_Size(args) != 0 ||
+            (kwds != NULL && PyDict_Size(kwds) != 0)) {
             PyErr_SetString(PyExc_TypeError,
                             "CompletionQueue() takes no arguments");
             return NULL;
@@ -158,7 +140,7 @@ queue_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         if (made == nullptr) {
             return NULL;
         }
-        auto *self = reinterpret_cast<QueueObject *>(type->tp_alloc(type, 0));
+        auto *self = reinterpret_cast<QueueObject *>(type_alloc(type));
         if (self == NULL) {
             return NULL;
         }
@@ -176,7 +158,7 @@ queue_dealloc(PyObject *op)
         (*self->queue)->Close(); /* calls in flight keep the C++ queue */
         delete self->queue;
     }
-    tp->tp_free(op);
+    type_free(tp, op);
     Py_DECREF(tp);
 }
 
@@ -211,7 +193,7 @@ queue_drain(PyObject *op, PyObject *Py_UNUSED(ignored))
                 Py_DECREF(outcomes);
                 return NULL;
             }
-            PyList_SET_ITEM(outcomes, static_cast<Py_ssize_t>(i), outcome);
+            PyList_SetItem(outcomes, static_cast<Py_ssize_t>(i), outcome);
         }
         return outcomes;
     });
@@ -318,7 +300,7 @@ queue_of(ModuleState *state, PyObject *op)
     if (!PyObject_TypeCheck(op, state->queue_type)) {
         PyErr_Format(PyExc_TypeError,
                      "queue must be a CompletionQueue, not %.200s",
-                     Py_TYPE(op)->tp_name);
+                     type_name(op).c_str());
         return nullptr;
     }
     std::shared_ptr<CompletionQueue> shared =

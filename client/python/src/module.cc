@@ -3,8 +3,8 @@
  * globals, the exception hierarchy (myops_client.Error and one subclass per
  * gRPC status code), the dtype table (DTYPES) and the one function mapping
  * statuses to exceptions.
- * The types live in client_type.cc, result_type.cc, async_call.cc and
- * completion_queue.cc.
+ * The types live in client_type.cc, result_type.cc, async_call.cc,
+ * completion_queue.cc and stream_type.cc.
  */
 #include "module.h"
 
@@ -128,7 +128,7 @@ new_dtype_table()
             Py_DECREF(table);
             return NULL;
         }
-        PyTuple_SET_ITEM(table, i, entry);
+        PyTuple_SetItem(table, i, entry);
     }
     return table;
 }
@@ -148,6 +148,7 @@ module_exec(PyObject *module)
             {&client_spec, &state->client_type},
             {&pending_spec, &state->pending_type},
             {&queue_spec, &state->queue_type},
+            {&stream_spec, &state->stream_type},
         };
         for (auto &t : types) {
             *t.slot = reinterpret_cast<PyTypeObject *>(
@@ -184,6 +185,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->timing_type);
     Py_VISIT(state->pending_type);
     Py_VISIT(state->queue_type);
+    Py_VISIT(state->stream_type);
     for (PyObject *error : state->errors) {
         Py_VISIT(error);
     }
@@ -199,6 +201,7 @@ module_clear(PyObject *module)
     Py_CLEAR(state->timing_type);
     Py_CLEAR(state->pending_type);
     Py_CLEAR(state->queue_type);
+    Py_CLEAR(state->stream_type);
     for (PyObject *&error : state->errors) {
         Py_CLEAR(error);
     }
@@ -278,11 +281,74 @@ PyModuleDef module_def = {
 ModuleState *
 find_state(PyTypeObject *type)
 {
-    PyObject *module = PyType_GetModuleByDef(type, &module_def);
-    if (module == NULL) {
-        return NULL;
+    /* PyType_GetModuleByDef is not in the limited API of 3.11: walk the base
+     * classes to the first type defined by this module (a subclass written in
+     * Python has no module of its own). */
+    PyObject *type_exc, *value_exc, *traceback;
+    PyErr_Fetch(&type_exc, &value_exc, &traceback);
+    ModuleState *state = NULL;
+    for (PyTypeObject *t = type; t != NULL && state == NULL;
+         t = static_cast<PyTypeObject *>(PyType_GetSlot(t, Py_tp_base))) {
+        if ((PyType_GetFlags(t) & Py_TPFLAGS_HEAPTYPE) == 0) {
+            continue;
+        }
+        PyObject *module = PyType_GetModule(t);
+        if (module != NULL && PyModule_GetDef(module) == &module_def) {
+            state = static_cast<ModuleState *>(PyModule_GetState(module));
+        }
+        PyErr_Clear();
     }
-    return static_cast<ModuleState *>(PyModule_GetState(module));
+    PyErr_Restore(type_exc, value_exc, traceback);
+    if (state == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "myops_client._core: not an instance of its types");
+    }
+    return state;
+}
+
+std::string
+type_name(PyObject *value)
+{
+    PyObject *name = PyType_GetName(Py_TYPE(value));
+    Py_ssize_t size = 0;
+    const char *text =
+        name == NULL ? NULL : PyUnicode_AsUTF8AndSize(name, &size);
+    std::string result =
+        text == NULL ? "?" : std::string(text, static_cast<size_t>(size));
+    Py_XDECREF(name);
+    if (text == NULL) {
+        PyErr_Clear();
+    }
+    return result;
+}
+
+PyObject *
+fetch_exception()
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (value == NULL) {
+        value = Py_NewRef(Py_None);
+    }
+    else if (traceback != NULL) {
+        PyException_SetTraceback(value, traceback);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+}
+
+void
+drop_client(std::shared_ptr<myops::client::Client> *client)
+{
+    if (client->use_count() == 1) {
+        GilRelease nogil;
+        client->reset();
+    }
+    else {
+        client->reset();
+    }
 }
 
 PyObject *
@@ -305,7 +371,8 @@ set_status_error(ModuleState *state, const absl::Status &status)
         message.empty()
             ? PyUnicode_FromString(code_name.c_str())
             : PyUnicode_FromFormat("%s: %U", code_name.c_str(), details);
-    PyObject *exc = text == NULL ? NULL : PyObject_CallOneArg(cls, text);
+    PyObject *exc =
+        text == NULL ? NULL : PyObject_CallFunctionObjArgs(cls, text, NULL);
     Py_XDECREF(text);
     if (exc == NULL) {
         Py_DECREF(details);

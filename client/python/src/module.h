@@ -2,6 +2,12 @@
  * (types and exception classes, no C globals), the one status-to-exception
  * mapping, the guard that keeps C++ exceptions out of Python, and the GIL
  * release used around RPCs. Style: PEP 7 (the C style of CPython), in C++17.
+ *
+ * Written against CPython's limited API of 3.11 (Py_LIMITED_API, set by
+ * CMakeLists.txt): the one binary (an abi3 module) loads in every CPython from
+ * 3.11 on. Only the stable ABI's functions are used: no struct fields of
+ * PyTypeObject (type_name, type_alloc, type_free below), no GET/SET_ITEM
+ * macros.
  */
 #ifndef MYOPS_CLIENT_PYTHON_MODULE_H_
 #define MYOPS_CLIENT_PYTHON_MODULE_H_
@@ -12,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,6 +43,7 @@ struct ModuleState {
     PyTypeObject *timing_type;
     PyTypeObject *pending_type; /* PendingCall (async_call.cc) */
     PyTypeObject *queue_type;   /* CompletionQueue (completion_queue.cc) */
+    PyTypeObject *stream_type;  /* CallStream (stream_type.cc) */
     /* myops_client.Error and its subclasses, by status code. errors[0] is
      * the base class Error (OK never raises). */
     PyObject *errors[kNumStatusCodes];
@@ -51,6 +59,10 @@ ModuleState *find_state(PyTypeObject *type);
  * with .code, .code_name and .details, and returns NULL. The one place
  * where gRPC/absl statuses become Python exceptions. */
 PyObject *set_status_error(ModuleState *state, const absl::Status &status);
+
+/* The exception set, normalized, as a new reference (None when none is
+ * set); clears it. */
+PyObject *fetch_exception();
 
 /* Sets a Python exception for the C++ exception being handled: MemoryError
  * for std::bad_alloc, RuntimeError otherwise. Call only from a catch block,
@@ -95,12 +107,41 @@ private:
     PyThreadState *state_;
 };
 
+/* The __name__ of `value`'s type, for messages ("?" if it cannot be read;
+ * never leaves an exception set). */
+std::string type_name(PyObject *value);
+
+/* tp_alloc and tp_free of a type, through PyType_GetSlot. */
+inline PyObject *
+type_alloc(PyTypeObject *type)
+{
+    auto alloc =
+        reinterpret_cast<allocfunc>(PyType_GetSlot(type, Py_tp_alloc));
+    return alloc(type, 0);
+}
+
+inline void
+type_free(PyTypeObject *type, PyObject *op)
+{
+    auto free_fn =
+        reinterpret_cast<freefunc>(PyType_GetSlot(type, Py_tp_free));
+    free_fn(op);
+}
+
+/* Drops one reference to the C++ client, with the GIL held. When it is the
+ * last one, the client (whose channel shutdown may wait for gRPC's threads)
+ * is destroyed with the GIL released, so other Python threads run
+ * meanwhile. Other references are held by Client objects and by calls in
+ * flight, which drop theirs on gRPC threads (no GIL) or here. */
+void drop_client(std::shared_ptr<myops::client::Client> *client);
+
 /* Type specs, one per file; module exec creates the heap types. */
 extern PyType_Spec client_spec;
 extern PyType_Spec result_spec;
 extern PyType_Spec timing_spec;
 extern PyType_Spec pending_spec;
 extern PyType_Spec queue_spec;
+extern PyType_Spec stream_spec;
 
 /* Client.server_info()'s dict of `info` (a new reference), or NULL with an
  * exception set. */
@@ -147,6 +188,11 @@ PyObject *client_start_list_operators(PyObject *op, PyObject *const *args,
                                       Py_ssize_t nargs, PyObject *kwnames);
 PyObject *client_start_health(PyObject *op, PyObject *const *args,
                               Py_ssize_t nargs, PyObject *kwnames);
+
+/* Client._open_stream(device=None, timeout=None, queue=None, key=0, /): a
+ * new CallStream (stream_type.cc). */
+PyObject *client_open_stream(PyObject *op, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames);
 
 }  // namespace myops_python
 

@@ -46,7 +46,7 @@ timing_dealloc(PyObject *op)
     PyTypeObject *tp = Py_TYPE(op);
     Py_CLEAR(self->device);
     Py_CLEAR(self->replica);
-    tp->tp_free(op);
+    type_free(tp, op);
     Py_DECREF(tp);
 }
 
@@ -99,8 +99,7 @@ PyObject *
 timing_from(ModuleState *state, const myops::client::Timing &timing)
 {
     PyTypeObject *type = state->timing_type;
-    TimingObject *self =
-        reinterpret_cast<TimingObject *>(type->tp_alloc(type, 0));
+    TimingObject *self = reinterpret_cast<TimingObject *>(type_alloc(type));
     if (self == NULL) {
         return NULL;
     }
@@ -158,7 +157,7 @@ result_dealloc(PyObject *op)
     PyTypeObject *tp = Py_TYPE(op);
     Py_CLEAR(self->timing);
     self->data.~ResultData(); /* noexcept: frees the bytes */
-    tp->tp_free(op);
+    type_free(tp, op);
     Py_DECREF(tp);
 }
 
@@ -234,7 +233,7 @@ result_get_shape(PyObject *op, void *Py_UNUSED(closure))
             Py_DECREF(tuple);
             return NULL;
         }
-        PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), dim);
+        PyTuple_SetItem(tuple, static_cast<Py_ssize_t>(i), dim);
     }
     return tuple;
 }
@@ -277,7 +276,7 @@ result_repr(PyObject *op)
         const std::string dtype(myops::client::DTypeName(tensor.dtype()));
         const std::string shape = myops::client::ShapeToString(tensor.shape());
         return PyUnicode_FromFormat("<%s %s %s, %zu bytes%s>",
-                                    Py_TYPE(op)->tp_name, dtype.c_str(),
+                                    type_name(op).c_str(), dtype.c_str(),
                                     shape.c_str(), tensor.size_bytes(),
                                     self->data.released ? ", released" : "");
     });
@@ -346,8 +345,7 @@ PyObject *
 result_from(ModuleState *state, myops::client::ScaleShiftResult &&result)
 {
     PyTypeObject *type = state->result_type;
-    ResultObject *self =
-        reinterpret_cast<ResultObject *>(type->tp_alloc(type, 0));
+    ResultObject *self = reinterpret_cast<ResultObject *>(type_alloc(type));
     if (self == NULL) {
         return NULL;
     }

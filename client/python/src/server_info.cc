@@ -180,6 +180,7 @@ client_list_operators(PyObject *op, PyObject *args, PyObject *kwds)
         {
             GilRelease nogil;
             listing = client->ListOperators(call);
+            client.reset();
         }
         ModuleState *state = find_state(Py_TYPE(op));
         if (state == NULL) {

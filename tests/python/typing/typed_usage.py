@@ -36,6 +36,23 @@ def use(target: str) -> float:
         del out, out2, out3, out4, info, names, where, target_name, closed, serving
         result_type: type[Result] = myops_client.Result
         del result_type
+    with Client(target) as c:
+        with c.stream("myops::scale_shift", device="cpu", timeout=60.0,
+                      return_timing=True) as stream:
+            request_id: int = stream.send(x, 2.0, beta=1.0)
+            first = stream.receive()
+            for result in stream.map([(x, 2.0, 1.0), (x, 3.0, 0.0)], depth=4,
+                                     return_exceptions=True):
+                del result
+            stream.close_send()
+            op_name: str = stream.op
+            stream_type: type[myops_client.Stream] = type(stream)
+            del request_id, first, op_name, stream_type
+        stream2 = c.stream("myops::scale_shift")
+        stream2.cancel()
+        stream2.close()
+        timed, call_timing = c.call("myops::scale_shift", x, 2.0, 1.0, return_timing=True)
+        del timed, call_timing
     try:
         Client(target).scale_shift(x, 1.0, 0.0)
     except myops_client.InvalidArgument as e:
@@ -69,6 +86,14 @@ async def use_aio(target: str) -> float:
         await c.refresh_operators()
         c.timeout = 2.0
         closed: bool = c.closed
-        del out, out2, out3, info, names, serving, closed
+        async with await c.stream("myops::scale_shift", return_timing=True) as stream:
+            request_id: int = await stream.send(x, 2.0, 1.0)
+            first = await stream.receive()
+            async for result in stream.map([(x, 2.0, 1.0)], depth=2):
+                del result
+            stream_type: type[myops_client.aio.Stream] = type(stream)
+            del request_id, first, stream_type
+        timed = await c.call("myops::scale_shift", x, 2.0, 1.0, return_timing=True)
+        del out, out2, out3, info, names, serving, closed, timed
     await c.close()
     return float(y.sum() + z.sum()) + total
