@@ -124,7 +124,7 @@ class Kinds {
     kserve::InferRequest decoded;
     Check(kserve::DecodeInferRequest(request, op.QualifiedName(), limits_, &decoded));
     kserve::InferCall state;
-    Check(kserve::BindInfer(op, nullptr, {}, &decoded, &state));
+    Check(kserve::BindInfer(op, OwnedRegions(), {}, &decoded, &state));
     Bind(Find(registry_.Name(*index)), std::move(state.args), run, /*fake_result=*/true,
          &state.call);
     auto outputs = kserve::InferOutputs(state);

@@ -160,10 +160,12 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
                      "PEM CA that client certificates must chain to (mutual TLS)"),
       "MYOPS_TLS_CLIENT_CA");
   env(app.add_option("--auth-token-file", s->auth_token_file,
-                     "File holding a bearer token (one line) that every call must send as "
-                     "\"authorization: Bearer <token>\": myops.v1 and the Open Inference "
-                     "Protocol, gRPC and HTTP/REST; grpc.health.v1, reflection, metrics (unless "
-                     "--metrics-auth) and the REST health endpoints stay open for probes"),
+                     "File holding bearer tokens, one per line, one of which every call must "
+                     "send as \"authorization: Bearer <token>\": myops.v1 and the Open "
+                     "Inference Protocol, gRPC and HTTP/REST; grpc.health.v1, reflection, "
+                     "metrics (unless --metrics-auth) and the REST health endpoints stay open "
+                     "for probes. Each token is a tenant: the shared memory regions it "
+                     "registers are its own"),
       "MYOPS_AUTH_TOKEN_FILE");
   env(app.add_option("--reflection", s->reflection, "Serve gRPC server reflection"),
       "MYOPS_REFLECTION");
@@ -194,7 +196,7 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
                      "Prometheus metrics (GET /metrics) on HOST:PORT; empty: off"),
       "MYOPS_METRICS_ADDRESS");
   env(app.add_flag("--metrics-auth", s->metrics_auth,
-                   "Scrapes of /metrics need HTTP Basic authentication whose password is the "
+                   "Scrapes of /metrics need HTTP Basic authentication whose password is an "
                    "--auth-token-file token (any user name; Prometheus: basic_auth with "
                    "password_file)"),
       "MYOPS_METRICS_AUTH");

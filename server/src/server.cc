@@ -216,17 +216,18 @@ absl::Status Server::StartEndpoints(const BearerAuth& auth) {
     http_ = std::move(*started);
   }
   if (!options_.metrics_address.empty()) {
-    std::string password;
+    std::vector<std::string> passwords;
     if (options_.metrics_auth) {
       if (options_.auth_token_file.empty()) {
         return absl::InvalidArgumentError(
-            "--metrics-auth needs --auth-token-file (its token is the scrapes' password)");
+            "--metrics-auth needs --auth-token-file (its tokens are the scrapes' passwords)");
       }
-      auto token = common::ReadTokenFile(options_.auth_token_file, "--auth-token-file");
-      if (!token.ok()) return token.status();
-      password = *std::move(token);
+      auto tokens = common::ReadTokenList(options_.auth_token_file, "--auth-token-file");
+      if (!tokens.ok()) return tokens.status();
+      passwords = *std::move(tokens);
     }
-    auto metrics = MetricsEndpoint::Start(options_.metrics_address, pipeline_->metrics(), password);
+    auto metrics = MetricsEndpoint::Start(options_.metrics_address, pipeline_->metrics(),
+                                          std::move(passwords));
     if (!metrics.ok()) return metrics.status();
     metrics_ = std::move(*metrics);
   }
@@ -298,7 +299,7 @@ void Server::Shutdown(std::chrono::milliseconds grace) {
   http_.reset();  // Stops accepting; requests being served finish (the executor still runs).
   if (executor_) executor_->Shutdown();
   // Every region unmapped: the clients' objects are theirs to unlink from now on.
-  if (shared_memory_) shared_memory_->Unregister("").IgnoreError();
+  if (shared_memory_) shared_memory_->UnregisterEveryOwner();
   if (health_server_) health_server_->Shutdown(std::chrono::system_clock::now());
   metrics_.reset();
 }

@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     Fail("an accepted request outgrows its reservation");
   }
   myops::server::CallShm shm;
-  shm.registry = &myops::fuzz::RegistryWithRegion();
+  shm.regions = myops::fuzz::RegionsWithRegion();
   shm.reserve = [](int64_t bytes) {
     if (bytes < 0 || static_cast<uint64_t>(bytes) > myops::fuzz::kFuzzRegionBytes)
       Fail("a copy beyond the region");

@@ -39,7 +39,7 @@ const myops::server::OpInfo& Op() {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  myops::fuzz::RegistryWithRegion();
+  myops::fuzz::RegionsWithRegion();
   return myops::fuzz::QuietProtobufLogs();
 }
 
@@ -78,7 +78,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   };
   namespace k = myops::server::kserve;
   k::InferRequest decoded;
-  const myops::server::SharedMemoryRegistry* shm = &myops::fuzz::RegistryWithRegion();
+  const myops::server::OwnedRegions shm = myops::fuzz::RegionsWithRegion();
   if (absl::Status s = k::DecodeInferRequest(request, Op().QualifiedName(),
                                              myops::server::TensorLimits{}, &decoded);
       !s.ok()) {

@@ -57,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
     if (endpoint.status().code() != absl::StatusCode::kNotFound) Fail("the path's code");
     return 0;
   }
-  auto reply = myops::server::kserve::AnswerSharedMemory(&Registry(), *endpoint, body);
+  auto reply = myops::server::kserve::AnswerSharedMemory(
+      myops::server::OwnedRegions(&Registry(), "fuzz"), *endpoint, body);
   if (!reply.ok()) {
     switch (reply.status().code()) {
       case absl::StatusCode::kNotFound:
@@ -72,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   } else if (!nlohmann::json::accept(*reply)) {
     Fail("the reply is not JSON");
   }
-  auto all = Registry().Status("");
+  auto all = Registry().Status("fuzz", "");
   if (!all.ok() || all->size() > static_cast<size_t>(kMaxRegions)) Fail("over the region limit");
   return 0;
 }

@@ -9,6 +9,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -16,30 +17,41 @@
 
 namespace myops::server {
 
-// Holds the expected token (empty: authentication off). Immutable, thread-safe.
+// Holds the accepted tokens, one per tenant (none: authentication off). A caller's
+// tenant is who owns what it creates on the server (shared memory regions): "" with
+// authentication off (every caller is one tenant), else "tenant N" for the N-th token of
+// the file (never the token itself). Immutable, thread-safe.
 class BearerAuth {
  public:
   BearerAuth() = default;  // Off: every call passes.
-  explicit BearerAuth(std::string token) : token_(std::move(token)) {}
+  explicit BearerAuth(std::vector<std::string> tokens) : tokens_(std::move(tokens)) {}
 
-  // The token in `path`, with one trailing newline ("\n" or "\r\n") stripped.
-  // NotFoundError for an unreadable file, InvalidArgumentError for an empty token; both
-  // name the path (never the token).
+  // The tokens in `path`, one per line (common::ReadTokenList). NotFoundError for an
+  // unreadable file, InvalidArgumentError for no token or one twice; both name the path
+  // (never a token).
   static absl::StatusOr<BearerAuth> FromFile(const std::string& path);
 
-  // OK when authentication is off or the call carries `authorization: Bearer <token>`;
-  // UnauthenticatedError saying what is expected otherwise (never echoing what was sent).
-  // The token is compared in constant time.
-  absl::Status Check(const grpc::CallbackServerContext& context) const;
+  // OK when authentication is off or the call carries `authorization: Bearer <token>`
+  // with one of the tokens; UnauthenticatedError saying what is expected otherwise (never
+  // echoing what was sent). Tokens are compared in constant time, every one of them.
+  absl::Status Check(const grpc::CallbackServerContext& context) const {
+    return Tenant(context).status();
+  }
+  // As Check, returning the caller's tenant.
+  absl::StatusOr<std::string> Tenant(const grpc::CallbackServerContext& context) const;
 
-  // As Check, for an HTTP request whose (first) Authorization header is `authorization`
-  // (nullptr: absent).
-  absl::Status CheckHeader(const char* authorization) const;
+  // As Check and Tenant, for an HTTP request whose (first) Authorization header is
+  // `authorization` (nullptr: absent).
+  absl::Status CheckHeader(const char* authorization) const {
+    return TenantOfHeader(authorization).status();
+  }
+  absl::StatusOr<std::string> TenantOfHeader(const char* authorization) const;
 
  private:
-  bool Accepts(absl::string_view value) const;  // "Bearer <token>", compared in constant time
+  // The index of the token "Bearer <token>" carries, or -1.
+  int Match(absl::string_view value) const;
 
-  std::string token_;
+  std::vector<std::string> tokens_;
 };
 
 // Ends a unary call at once with `status` (a call refused before it is processed).

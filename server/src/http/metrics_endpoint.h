@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "pipeline/metrics.h"
@@ -33,11 +34,11 @@ class MetricsEndpoint {
   // exposer_* series, until destroyed. `metrics` and whatever its gauges read must stay
   // valid until then. InvalidArgument for a malformed address; Unavailable, naming the
   // address and the reason, when it cannot be bound.
-  // With a `password`, GET /metrics needs HTTP Basic authentication with it (any user
-  // name; compared in constant time): 401 with a WWW-Authenticate challenge otherwise.
-  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const std::string& address,
-                                                                const Metrics& metrics,
-                                                                const std::string& password = "");
+  // With `passwords`, GET /metrics needs HTTP Basic authentication with one of them (any
+  // user name; compared in constant time, each): 401 with a WWW-Authenticate challenge
+  // otherwise.
+  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
+      const std::string& address, const Metrics& metrics, std::vector<std::string> passwords = {});
   // Stops serving and joins the threads: at once, or after at most kRequestTimeoutMs
   // when a thread is waiting for a silent client (dropped then).
   ~MetricsEndpoint();

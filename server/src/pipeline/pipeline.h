@@ -69,6 +69,10 @@ class InflightLimiter {
 // alive by the call), and the budget held for the request and its results. Owned by its
 // front end's call (a reactor, an HTTP worker) until the response has been written.
 struct CallState {
+  // Who sent the call: its tenant (BearerAuth::Tenant: "tenant N", or "" when the server
+  // has no tokens), set by the front end before the request is parsed. The owner of the
+  // shared memory regions the call may name (regions()).
+  std::string client;
   std::string op;      // "namespace::name[.overload]", as the client named it
   int model = -1;      // or the op's registry index, where the front end knows it (op unused)
   std::string device;  // "", "cpu", "cuda", "cuda:N" (ParseDeviceRequest)
@@ -130,6 +134,11 @@ class Pipeline {
   const ServiceLimits& limits() const { return limits_; }
   // Null unless the server was started with --allow-shared-memory. Thread-safe.
   SharedMemoryRegistry* shared_memory() const { return shared_memory_; }
+  // The regions `state`'s client may use (none when the server does not accept shared
+  // memory).
+  OwnedRegions regions(const CallState& state) const {
+    return OwnedRegions(shared_memory_, state.client);
+  }
   const Executor& executor() const { return *executor_; }
   // The served operators (model indices are its op indices).
   const OpRegistry& registry() const { return *executor_->info().registry; }

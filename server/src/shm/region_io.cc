@@ -8,7 +8,7 @@
 
 namespace myops::server {
 
-absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const RegionRef& ref,
+absl::StatusOr<const char*> RegionBytes(const OwnedRegions& shm, const RegionRef& ref,
                                         bool in_place, int64_t item_size, const std::string& field,
                                         const ReserveFn& reserve,
                                         std::vector<SharedMemorySlice>* slices, Scratch* scratch) {

@@ -37,7 +37,7 @@ using Scratch = std::vector<std::unique_ptr<char[]>>;
 // whole elements: a misaligned load is undefined behaviour), else a private copy (granted
 // by `reserve`, kept in `scratch`, aligned for any item size). The region's slice is kept
 // in `slices`, which keeps the view valid. Errors of Slice (naming `field`) and of `reserve`.
-absl::StatusOr<const char*> RegionBytes(const SharedMemoryRegistry& shm, const RegionRef& ref,
+absl::StatusOr<const char*> RegionBytes(const OwnedRegions& shm, const RegionRef& ref,
                                         bool in_place, int64_t item_size, const std::string& field,
                                         const ReserveFn& reserve,
                                         std::vector<SharedMemorySlice>* slices, Scratch* scratch);

@@ -119,8 +119,9 @@ absl::Status SharedMemorySlice::CheckIntact() const {
 SharedMemoryRegistry::SharedMemoryRegistry(SharedMemoryLimits limits)
     : limits_(limits), ledger_(std::make_shared<Ledger>()) {}
 
-absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key,
-                                            uint64_t offset, uint64_t byte_size) {
+absl::Status SharedMemoryRegistry::Register(const std::string& owner, const std::string& name,
+                                            const std::string& key, uint64_t offset,
+                                            uint64_t byte_size) {
   if (absl::Status s = CheckName(name); !s.ok()) return s;
   if (absl::Status s = CheckKey(key); !s.ok()) return s;
   if (byte_size == 0 || offset > UINT64_MAX - byte_size ||
@@ -132,7 +133,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
                      offset, ", byte_size ", byte_size, ")"));
   }
   absl::MutexLock lock(&mu_);
-  if (regions_.count(name) != 0) {
+  if (regions_.count(Key(owner, name)) != 0) {
     return absl::AlreadyExistsError(
         absl::StrCat("shared memory region '", name, "' is already registered"));
   }
@@ -193,21 +194,25 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
     give_back();
     return guard.status();
   }
-  regions_[name] = std::make_shared<const SharedMemoryMapping>(
+  regions_[Key(owner, name)] = std::make_shared<const SharedMemoryMapping>(
       SharedMemoryRegionInfo{name, key, offset, byte_size}, fd, base, length,
       static_cast<char*>(base) + (offset - start), *guard, ledger_);
   total_bytes_ += byte_size;
   return absl::OkStatus();
 }
 
-absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
+absl::Status SharedMemoryRegistry::Unregister(const std::string& owner, const std::string& name) {
   absl::MutexLock lock(&mu_);
   if (name.empty()) {
-    regions_.clear();
-    total_bytes_ = 0;
+    // The owner's regions are one range of the map (ordered by owner first).
+    auto it = regions_.lower_bound(Key(owner, ""));
+    while (it != regions_.end() && it->first.first == owner) {
+      total_bytes_ -= it->second->info.byte_size;
+      it = regions_.erase(it);
+    }
     return absl::OkStatus();
   }
-  auto it = regions_.find(name);
+  auto it = regions_.find(Key(owner, name));
   if (it == regions_.end()) {
     return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));
   }
@@ -216,15 +221,24 @@ absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
   return absl::OkStatus();
 }
 
+void SharedMemoryRegistry::UnregisterEveryOwner() {
+  absl::MutexLock lock(&mu_);
+  regions_.clear();
+  total_bytes_ = 0;
+}
+
 absl::StatusOr<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Status(
-    const std::string& name) const {
+    const std::string& owner, const std::string& name) const {
   absl::MutexLock lock(&mu_);
   std::vector<SharedMemoryRegionInfo> out;
   if (name.empty()) {
-    for (const auto& [_, mapping] : regions_) out.push_back(mapping->info);
+    for (auto it = regions_.lower_bound(Key(owner, ""));
+         it != regions_.end() && it->first.first == owner; ++it) {
+      out.push_back(it->second->info);
+    }
     return out;
   }
-  auto it = regions_.find(name);
+  auto it = regions_.find(Key(owner, name));
   if (it == regions_.end()) {
     return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));
   }
@@ -232,13 +246,14 @@ absl::StatusOr<std::vector<SharedMemoryRegionInfo>> SharedMemoryRegistry::Status
   return out;
 }
 
-absl::StatusOr<SharedMemorySlice> SharedMemoryRegistry::Slice(const std::string& name,
+absl::StatusOr<SharedMemorySlice> SharedMemoryRegistry::Slice(const std::string& owner,
+                                                              const std::string& name,
                                                               uint64_t offset,
                                                               uint64_t byte_size) const {
   std::shared_ptr<const SharedMemoryMapping> mapping;
   {
     absl::MutexLock lock(&mu_);
-    auto it = regions_.find(name);
+    auto it = regions_.find(Key(owner, name));
     if (it == regions_.end()) {
       return absl::NotFoundError(absl::StrCat("no shared memory region '", name, "'"));
     }

@@ -204,10 +204,10 @@ TEST(MetricsEndpointTest, ServesGetMetricsAndHttpErrors) {
   EXPECT_TRUE(StartsWith(Exchange(port, "GET /metrics HTTP/1.1\r\n\r\n"), "HTTP/1.1 200 OK"));
 }
 
-// --metrics-auth: scrapes need HTTP Basic with the token as the password.
+// --metrics-auth: scrapes need HTTP Basic with a token (any tenant's) as the password.
 TEST(MetricsEndpointTest, WithAPasswordScrapesNeedBasicAuth) {
   Metrics metrics;
-  auto endpoint = MetricsEndpoint::Start("127.0.0.1:0", metrics, "s3cret");
+  auto endpoint = MetricsEndpoint::Start("127.0.0.1:0", metrics, {"other-tenant", "s3cret"});
   ASSERT_TRUE(endpoint.ok()) << endpoint.status();
   const int port = (*endpoint)->port();
   const std::string none = Exchange(port, "GET /metrics HTTP/1.1\r\n\r\n");

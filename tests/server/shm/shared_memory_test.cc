@@ -48,31 +48,61 @@ class ClientObject {
 };
 
 constexpr size_t kPage = 4096;
+constexpr char kOwner[] = "tenant 1";  // the tests but one use one owner's view
 
 TEST(SharedMemoryTest, RegisterSliceStatusUnregister) {
   ClientObject object(4 * kPage);
   SharedMemoryRegistry registry({});
-  ASSERT_TRUE(registry.Register("in", object.key(), kPage + 16, 1024).ok());
+  ASSERT_TRUE(registry.Register(kOwner, "in", object.key(), kPage + 16, 1024).ok());
   std::strcpy(object.data() + kPage + 16 + 100, "from the client");
-  auto slice = registry.Slice("in", 100, 64);
+  auto slice = registry.Slice(kOwner, "in", 100, 64);
   ASSERT_TRUE(slice.ok()) << slice.status();
   EXPECT_STREQ(slice->data(), "from the client");
   std::strcpy(slice->data() + 32, "from the server");
   EXPECT_STREQ(object.data() + kPage + 16 + 132, "from the server");
   EXPECT_TRUE(slice->CheckIntact().ok());
 
-  auto status = registry.Status("in");
+  auto status = registry.Status(kOwner, "in");
   ASSERT_TRUE(status.ok());
   ASSERT_EQ(status->size(), 1u);
   EXPECT_EQ((*status)[0].key, object.key());
   EXPECT_EQ((*status)[0].offset, kPage + 16);
   EXPECT_EQ((*status)[0].byte_size, 1024u);
-  EXPECT_EQ(registry.Register("in", object.key(), 0, 8).code(), absl::StatusCode::kAlreadyExists);
-  ASSERT_TRUE(registry.Unregister("in").ok());
-  EXPECT_EQ(registry.Slice("in", 0, 1).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(registry.Unregister("in").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Register(kOwner, "in", object.key(), 0, 8).code(),
+            absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(registry.Unregister(kOwner, "in").ok());
+  EXPECT_EQ(registry.Slice(kOwner, "in", 0, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(registry.Unregister(kOwner, "in").code(), absl::StatusCode::kNotFound);
   // The slice taken before keeps its mapping.
   EXPECT_STREQ(slice->data(), "from the client");
+}
+
+// Regions belong to the owner that registered them: another owner neither sees, slices
+// nor unregisters them (NOT_FOUND, as for a name never registered), may register the same
+// name for itself, and "unregister all" takes only its own. The limits are over all owners.
+TEST(SharedMemoryTest, RegionsBelongToTheirOwner) {
+  ClientObject object(kPage);
+  SharedMemoryRegistry registry(SharedMemoryLimits{3, 1 << 20});
+  const OwnedRegions a(&registry, "tenant 1");
+  const OwnedRegions b(&registry, "tenant 2");
+  ASSERT_TRUE(a.Register("in", object.key(), 0, 64).ok());
+  ASSERT_TRUE(a.Register("out", object.key(), 64, 64).ok());
+  EXPECT_EQ(b.Slice("in", 0, 8).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(b.Status("in").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(b.Status("")->empty());
+  EXPECT_EQ(b.Unregister("in").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(OwnedRegions(&registry, "").Slice("in", 0, 8).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(b.Register("in", object.key(), 128, 32).ok());  // b's own "in"
+  EXPECT_EQ(b.Register("x", object.key(), 0, 8).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(b.Status("in")->at(0).offset, 128u);
+  EXPECT_EQ(a.Status("in")->at(0).offset, 0u);
+  ASSERT_TRUE(b.Unregister("").ok());  // b's only
+  EXPECT_TRUE(b.Status("")->empty());
+  ASSERT_EQ(a.Status("")->size(), 2u);
+  EXPECT_TRUE(a.Slice("in", 0, 64).ok());
+  ASSERT_TRUE(a.Unregister("").ok());
+  EXPECT_TRUE(a.Status("")->empty());
 }
 
 TEST(SharedMemoryTest, NamesAndKeysAreValidated) {
@@ -80,47 +110,51 @@ TEST(SharedMemoryTest, NamesAndKeysAreValidated) {
   SharedMemoryRegistry registry({});
   for (const std::string& key : std::vector<std::string>{
            "", "/", "/..", "..", "/a/b", "/../etc/passwd", "/x y", std::string(300, 'k')}) {
-    EXPECT_EQ(registry.Register("r", key, 0, 8).code(), absl::StatusCode::kInvalidArgument) << key;
+    EXPECT_EQ(registry.Register(kOwner, "r", key, 0, 8).code(), absl::StatusCode::kInvalidArgument)
+        << key;
   }
   for (const std::string name : std::vector<std::string>{"", "a/b", "a b", std::string(200, 'n')}) {
-    EXPECT_EQ(registry.Register(name, object.key(), 0, 8).code(),
+    EXPECT_EQ(registry.Register(kOwner, name, object.key(), 0, 8).code(),
               absl::StatusCode::kInvalidArgument)
         << name;
   }
-  EXPECT_EQ(registry.Register("r", "/myops_shm_test_missing", 0, 8).code(),
+  EXPECT_EQ(registry.Register(kOwner, "r", "/myops_shm_test_missing", 0, 8).code(),
             absl::StatusCode::kNotFound);
-  EXPECT_TRUE(registry.Register("r", object.key().substr(1), 0, 8).ok());  // '/' optional
+  EXPECT_TRUE(registry.Register(kOwner, "r", object.key().substr(1), 0, 8).ok());  // '/' optional
 }
 
 TEST(SharedMemoryTest, SizesAreCheckedWithoutOverflow) {
   ClientObject object(kPage);
   SharedMemoryRegistry registry({});
-  EXPECT_EQ(registry.Register("r", object.key(), 0, 0).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.Register("r", object.key(), UINT64_MAX - 4, 8).code(),
+  EXPECT_EQ(registry.Register(kOwner, "r", object.key(), 0, 0).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.Register("r", object.key(), 8, kPage).code(),
+  EXPECT_EQ(registry.Register(kOwner, "r", object.key(), UINT64_MAX - 4, 8).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register(kOwner, "r", object.key(), 8, kPage).code(),
             absl::StatusCode::kFailedPrecondition);  // past the object's end
-  ASSERT_TRUE(registry.Register("r", object.key(), 8, 100).ok());
-  EXPECT_TRUE(registry.Slice("r", 0, 100).ok());
-  EXPECT_TRUE(registry.Slice("r", 100, 0).ok());
-  EXPECT_EQ(registry.Slice("r", 1, 100).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.Slice("r", 101, 0).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(registry.Slice("r", 50, UINT64_MAX - 10).status().code(),
+  ASSERT_TRUE(registry.Register(kOwner, "r", object.key(), 8, 100).ok());
+  EXPECT_TRUE(registry.Slice(kOwner, "r", 0, 100).ok());
+  EXPECT_TRUE(registry.Slice(kOwner, "r", 100, 0).ok());
+  EXPECT_EQ(registry.Slice(kOwner, "r", 1, 100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice(kOwner, "r", 101, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Slice(kOwner, "r", 50, UINT64_MAX - 10).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SharedMemoryTest, LimitsBoundCountAndBytes) {
   ClientObject object(kPage);
   SharedMemoryRegistry registry({/*max_regions=*/2, /*max_total_bytes=*/1000});
-  ASSERT_TRUE(registry.Register("a", object.key(), 0, 600).ok());
-  EXPECT_EQ(registry.Register("b", object.key(), 0, 401).code(),
+  ASSERT_TRUE(registry.Register(kOwner, "a", object.key(), 0, 600).ok());
+  EXPECT_EQ(registry.Register(kOwner, "b", object.key(), 0, 401).code(),
             absl::StatusCode::kResourceExhausted);
-  ASSERT_TRUE(registry.Register("b", object.key(), 0, 400).ok());
-  EXPECT_EQ(registry.Register("c", object.key(), 0, 1).code(),
+  ASSERT_TRUE(registry.Register(kOwner, "b", object.key(), 0, 400).ok());
+  EXPECT_EQ(registry.Register(kOwner, "c", object.key(), 0, 1).code(),
             absl::StatusCode::kResourceExhausted);
-  ASSERT_TRUE(registry.Unregister("").ok());
-  EXPECT_TRUE(registry.Status("")->empty());
-  EXPECT_TRUE(registry.Register("c", object.key(), 0, 1000).ok());
+  ASSERT_TRUE(registry.Unregister(kOwner, "").ok());
+  EXPECT_TRUE(registry.Status(kOwner, "")->empty());
+  EXPECT_TRUE(registry.Register(kOwner, "c", object.key(), 0, 1000).ok());
 }
 
 // Unregistered regions that calls still hold (a slice not yet released: a call whose
@@ -132,26 +166,26 @@ TEST(SharedMemoryTest, UnregisteredRegionsThatCallsHoldCountAgainstTheLimits) {
   SharedMemoryRegistry registry({/*max_regions=*/2, /*max_total_bytes=*/1000});
   std::vector<SharedMemorySlice> held;
   for (const char* name : {"a", "b"}) {
-    ASSERT_TRUE(registry.Register(name, object.key(), 0, 100).ok());
-    auto slice = registry.Slice(name, 0, 100);
+    ASSERT_TRUE(registry.Register(kOwner, name, object.key(), 0, 100).ok());
+    auto slice = registry.Slice(kOwner, name, 0, 100);
     ASSERT_TRUE(slice.ok());
     held.push_back(*std::move(slice));
-    ASSERT_TRUE(registry.Unregister(name).ok());
+    ASSERT_TRUE(registry.Unregister(kOwner, name).ok());
   }
-  EXPECT_TRUE(registry.Status("")->empty());
-  const absl::Status refused = registry.Register("c", object.key(), 0, 100);
+  EXPECT_TRUE(registry.Status(kOwner, "")->empty());
+  const absl::Status refused = registry.Register(kOwner, "c", object.key(), 0, 100);
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   EXPECT_NE(refused.message().find("0 regions and 0 bytes registered, 2 mappings and 200 bytes "
                                    "in use counting unregistered ones calls still hold"),
             std::string::npos)
       << refused.message();
   held.pop_back();  // the call is done
-  EXPECT_TRUE(registry.Register("c", object.key(), 0, 100).ok());
-  EXPECT_EQ(registry.Register("d", object.key(), 0, 100).code(),
+  EXPECT_TRUE(registry.Register(kOwner, "c", object.key(), 0, 100).ok());
+  EXPECT_EQ(registry.Register(kOwner, "d", object.key(), 0, 100).code(),
             absl::StatusCode::kResourceExhausted);
   held.clear();
-  ASSERT_TRUE(registry.Unregister("c").ok());
-  EXPECT_TRUE(registry.Register("d", object.key(), 0, 1000).ok());  // bytes returned too
+  ASSERT_TRUE(registry.Unregister(kOwner, "c").ok());
+  EXPECT_TRUE(registry.Register(kOwner, "d", object.key(), 0, 1000).ok());  // bytes returned too
 }
 
 // A registration that fails after the limits were checked (no such object) takes nothing.
@@ -159,27 +193,28 @@ TEST(SharedMemoryTest, AFailedRegistrationTakesNoPlace) {
   ClientObject object(kPage);
   SharedMemoryRegistry registry({/*max_regions=*/1, /*max_total_bytes=*/2 * kPage});
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(registry.Register("x", "/myops_no_such_object", 0, 100).code(),
+    EXPECT_EQ(registry.Register(kOwner, "x", "/myops_no_such_object", 0, 100).code(),
               absl::StatusCode::kNotFound);
-    EXPECT_EQ(registry.Register("x", object.key(), 0, 2 * kPage).code(),
+    EXPECT_EQ(registry.Register(kOwner, "x", object.key(), 0, 2 * kPage).code(),
               absl::StatusCode::kFailedPrecondition);
   }
-  EXPECT_TRUE(registry.Register("x", object.key(), 0, kPage).ok());
+  EXPECT_TRUE(registry.Register(kOwner, "x", object.key(), 0, kPage).ok());
 }
 
 TEST(SharedMemoryTest, ShrunkObjectIsRefusedBeforeUse) {
   ClientObject object(4 * kPage);
   SharedMemoryRegistry registry({});
-  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4 * kPage).ok());
+  ASSERT_TRUE(registry.Register(kOwner, "r", object.key(), 0, 4 * kPage).ok());
   object.Truncate(kPage);
-  EXPECT_EQ(registry.Slice("r", 0, 8).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(registry.Slice(kOwner, "r", 0, 8).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(SharedMemoryTest, ShrunkWhileInUseFailsTheCallNotTheServer) {
   ClientObject object(4 * kPage);
   SharedMemoryRegistry registry({});
-  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4 * kPage).ok());
-  auto slice = registry.Slice("r", 0, 4 * kPage);
+  ASSERT_TRUE(registry.Register(kOwner, "r", object.key(), 0, 4 * kPage).ok());
+  auto slice = registry.Slice(kOwner, "r", 0, 4 * kPage);
   ASSERT_TRUE(slice.ok());
   object.Truncate(kPage);  // the client shrinks it under a call
   // Reading and writing past the object's new end would raise SIGBUS.
@@ -188,16 +223,17 @@ TEST(SharedMemoryTest, ShrunkWhileInUseFailsTheCallNotTheServer) {
   EXPECT_EQ(past[0], 7);  // a private page now
   EXPECT_EQ(slice->CheckIntact().code(), absl::StatusCode::kFailedPrecondition);
   object.Truncate(4 * kPage);  // grown again: the region stays refused
-  EXPECT_EQ(registry.Slice("r", 0, 8).status().code(), absl::StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(registry.Unregister("r").ok());
-  ASSERT_TRUE(registry.Register("r", object.key(), 0, 4 * kPage).ok());
-  EXPECT_TRUE(registry.Slice("r", 0, 8).ok());
+  EXPECT_EQ(registry.Slice(kOwner, "r", 0, 8).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(registry.Unregister(kOwner, "r").ok());
+  ASSERT_TRUE(registry.Register(kOwner, "r", object.key(), 0, 4 * kPage).ok());
+  EXPECT_TRUE(registry.Slice(kOwner, "r", 0, 8).ok());
 }
 
 TEST(SharedMemoryDeathTest, SigbusOutsideGuardedRegionsStillKills) {
   ClientObject guarded(kPage);
   SharedMemoryRegistry registry({});
-  ASSERT_TRUE(registry.Register("r", guarded.key(), 0, kPage).ok());  // handler installed
+  ASSERT_TRUE(registry.Register(kOwner, "r", guarded.key(), 0, kPage).ok());  // handler installed
   EXPECT_DEATH(
       {
         ClientObject other(2 * kPage);
@@ -216,7 +252,7 @@ TEST(SharedMemoryDeathTest, SigbusOutsideGuardedRegionsStillKills) {
 TEST(RegionBytesTest, MisalignedBytesAreCopiedAlignedAndReserved) {
   ClientObject object(kPage);
   SharedMemoryRegistry registry({});
-  ASSERT_TRUE(registry.Register("r", object.key(), 0, kPage).ok());
+  ASSERT_TRUE(registry.Register(kOwner, "r", object.key(), 0, kPage).ok());
   const float values[4] = {1.5f, -2.0f, 3.25f, 4.0f};
   std::memcpy(object.data() + 1, values, sizeof(values));   // Offset 1: misaligned.
   std::memcpy(object.data() + 64, values, sizeof(values));  // Offset 64: aligned.
@@ -234,7 +270,8 @@ TEST(RegionBytesTest, MisalignedBytesAreCopiedAlignedAndReserved) {
     std::vector<SharedMemorySlice> slices;
     Scratch scratch;
     auto data = RegionBytes(
-        registry, {"r", c.offset, sizeof(values)}, c.in_place, c.item_size, "x",
+        OwnedRegions(&registry, kOwner), {"r", c.offset, sizeof(values)}, c.in_place, c.item_size,
+        "x",
         [&reserved](int64_t n) {
           reserved.push_back(n);
           return absl::OkStatus();
@@ -253,11 +290,11 @@ TEST(RegionBytesTest, MisalignedBytesAreCopiedAlignedAndReserved) {
 TEST(RegionBytesTest, ARefusedCopyIsTheBudgetsError) {
   ClientObject object(kPage);
   SharedMemoryRegistry registry({});
-  ASSERT_TRUE(registry.Register("r", object.key(), 0, kPage).ok());
+  ASSERT_TRUE(registry.Register(kOwner, "r", object.key(), 0, kPage).ok());
   std::vector<SharedMemorySlice> slices;
   Scratch scratch;
   auto data = RegionBytes(
-      registry, {"r", 3, 16}, true, 8, "x",
+      OwnedRegions(&registry, kOwner), {"r", 3, 16}, true, 8, "x",
       [](int64_t) { return absl::ResourceExhaustedError("no budget"); }, &slices, &scratch);
   EXPECT_EQ(data.status(), absl::ResourceExhaustedError("no budget"));
   EXPECT_TRUE(slices.empty());

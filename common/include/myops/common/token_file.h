@@ -4,6 +4,7 @@
 #define MYOPS_COMMON_TOKEN_FILE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -13,6 +14,12 @@ namespace myops::common {
 // when the file cannot be read, InvalidArgumentError when it holds no token; messages
 // name `flag` and the path, never the token.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, const char* flag);
+
+// The tokens in `path`, one per line ("\n" or "\r\n" ends a line; empty lines are
+// skipped): myops-server's --auth-token-file, where each token is one tenant. A one-line
+// file is ReadTokenFile's one token. Errors as ReadTokenFile's, and InvalidArgumentError
+// naming the line for a token twice.
+absl::StatusOr<std::vector<std::string>> ReadTokenList(const std::string& path, const char* flag);
 
 }  // namespace myops::common
 

@@ -91,11 +91,14 @@ template <typename Kind>
 class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // Takes one of `pipeline`'s open-stream slots (RESOURCE_EXHAUSTED when none is free);
-  // records each request in `rpc`'s metrics.
-  StreamReactor(Pipeline* pipeline, Metrics::Rpc* rpc, grpc::CallbackServerContext* context)
+  // records each request in `rpc`'s metrics. `client`: who opened the stream (its
+  // tenant, CallState::client of every request).
+  StreamReactor(Pipeline* pipeline, Metrics::Rpc* rpc, grpc::CallbackServerContext* context,
+                std::string client)
       : pipeline_(pipeline),
         rpc_(rpc),
         context_(context),
+        client_(std::move(client)),
         admitted_(pipeline->TryOpenStream()),
         assembly_(Kind::MakeAssembly(pipeline)) {
     absl::MutexLock lock(&mu_);
@@ -112,6 +115,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     const auto received = std::chrono::steady_clock::now();
     if (!ok) return OnReadsDone();
     auto item = std::make_unique<Item>();
+    item->state.client = client_;
     // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
     // in the received slices (or, for a piece of a request, is copied where it belongs).
     absl::Status parsed;
@@ -191,6 +195,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::vector<std::pair<Item*, absl::Status>> unfinished;
     while (true) {
       auto item = std::make_unique<Item>();
+      item->state.client = client_;
       absl::Status status;
       if (!Kind::TakeUnfinished(&assembly_, &item->state, &status)) break;
       unfinished.emplace_back(item.release(), std::move(status));
@@ -342,6 +347,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   Pipeline* const pipeline_;
   Metrics::Rpc* const rpc_;
   grpc::CallbackServerContext* const context_;
+  const std::string client_;
   const bool admitted_;  // holds one of the service's open-stream slots
   grpc::ByteBuffer read_buffer_;
   typename Kind::Assembly assembly_;  // only the read in progress touches it

@@ -50,7 +50,7 @@ absl::Status ParseHead(Pipeline* pipeline, const grpc::ByteBuffer& bytes, V1Call
 
 // Decodes a parsed request's arguments (views of `state`, which must not move after).
 absl::Status DecodeCall(Pipeline* pipeline, V1CallState* state) {
-  state->shm.registry = pipeline->shared_memory();
+  state->shm.regions = pipeline->regions(*state);
   state->shm.reserve = [pipeline, state](int64_t n) {
     return pipeline->ReserveWorkingMemory(n, &state->shm_copies.emplace_back());
   };
@@ -206,12 +206,12 @@ struct CallStreamKind {
 grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* context,
                                              const grpc::ByteBuffer* request,
                                              grpc::ByteBuffer* response) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
-    return RefuseUnary(context, ToGrpcStatus(denied));
-  }
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();
   auto* reactor = new CallReactor();
   V1CallState& state = reactor->state;
+  state.client = *std::move(client);
   if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
     pipeline_->metrics().Record(call_rpc_, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
@@ -235,10 +235,12 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MyopsService::CallStream(
     grpc::CallbackServerContext* context) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
-    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(client.status()));
   }
-  return new StreamReactor<CallStreamKind>(pipeline_, call_stream_rpc_, context);
+  return new StreamReactor<CallStreamKind>(pipeline_, call_stream_rpc_, context,
+                                           *std::move(client));
 }
 
 grpc::ServerUnaryReactor* MyopsService::ListOperators(grpc::CallbackServerContext* context,

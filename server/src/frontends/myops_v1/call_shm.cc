@@ -25,7 +25,7 @@ RegionRef RefOf(const myops::v1::SharedMemoryRef& r) {
 
 absl::StatusOr<TensorView> DecodeRegionTensor(const myops::v1::Tensor& t, const std::string& field,
                                               const TensorLimits& limits, CallShm* shm) {
-  if (shm == nullptr || shm->registry == nullptr) return Off(field);
+  if (shm == nullptr || !shm->regions) return Off(field);
   if (!t.data().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(field, " has both data and shared_memory"));
   }
@@ -33,7 +33,7 @@ absl::StatusOr<TensorView> DecodeRegionTensor(const myops::v1::Tensor& t, const 
   if (!view.ok()) return view;
   const DTypeInfo* info = FindDTypeInfo(view->dtype);
   const bool in_place = info != nullptr && info->is_floating;
-  auto data = RegionBytes(*shm->registry, RefOf(t.shared_memory()), in_place, ItemSize(view->dtype),
+  auto data = RegionBytes(shm->regions, RefOf(t.shared_memory()), in_place, ItemSize(view->dtype),
                           field, shm->reserve, &shm->slices, &shm->scratch);
   if (!data.ok()) return data.status();
   view->data = *data;
@@ -53,8 +53,8 @@ absl::Status ResolveResultRegions(const myops::v1::CallRequest& request, CallShm
     const myops::v1::SharedMemoryRef& ref = request.result_regions(i);
     if (ref.region().empty()) continue;
     const std::string field = absl::StrCat("result_regions[", i, "]");
-    if (shm->registry == nullptr) return Off(field);
-    auto slice = shm->registry->Slice(ref.region(), ref.offset(), ref.byte_size());
+    if (!shm->regions) return Off(field);
+    auto slice = shm->regions.Slice(ref.region(), ref.offset(), ref.byte_size());
     if (!slice.ok()) {
       return absl::Status(slice.status().code(),
                           absl::StrCat(field, ": ", slice.status().message()));

@@ -19,12 +19,12 @@
 
 namespace myops::server {
 
-// One call's shared memory: what decoding needs (the registry, null when the server does
-// not accept shared memory; a way to reserve budget for copies) and what the call keeps
+// One call's shared memory: what decoding needs (the caller's regions, none when the
+// server does not accept shared memory; a way to reserve budget for copies) and what the call keeps
 // until it is answered (the argument regions' slices, the copies, the result regions).
 // Owned by the call's state; used by one thread at a time.
 struct CallShm {
-  const SharedMemoryRegistry* registry = nullptr;
+  OwnedRegions regions;
   ReserveFn reserve;
   std::vector<SharedMemorySlice> slices;
   Scratch scratch;

@@ -123,10 +123,12 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MyopsService::ScaleShiftStream(
     grpc::CallbackServerContext* context) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
-    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(client.status()));
   }
-  return new StreamReactor<ScaleShiftStreamKind>(pipeline_, scale_shift_stream_rpc_, context);
+  return new StreamReactor<ScaleShiftStreamKind>(pipeline_, scale_shift_stream_rpc_, context,
+                                                 *std::move(client));
 }
 
 grpc::ServerUnaryReactor* MyopsService::ServerInfo(grpc::CallbackServerContext* context,

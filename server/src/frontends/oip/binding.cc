@@ -11,7 +11,7 @@ namespace {
 
 // Points each input of `request` that names a region at it (InputFromShm), its slice
 // kept in `slices`, its copies granted by `reserve` and kept in request->scratch.
-absl::Status ReadInputRegions(const std::string& model, const SharedMemoryRegistry* shm,
+absl::Status ReadInputRegions(const std::string& model, const OwnedRegions& shm,
                               const ReserveFn& reserve, InferRequest* request,
                               std::vector<SharedMemorySlice>* slices) {
   for (size_t i = 0; i < request->inputs.size() && i < request->input_shm.size(); ++i) {
@@ -21,7 +21,7 @@ absl::Status ReadInputRegions(const std::string& model, const SharedMemoryRegist
     auto ref = FindShmRef(request->input_shm[i], field, shm);
     if (!ref.ok()) return ref.status();
     if (!ref->has_value()) continue;
-    if (absl::Status s = InputFromShm(*shm, **ref, field, reserve, &in, slices, &request->scratch);
+    if (absl::Status s = InputFromShm(shm, **ref, field, reserve, &in, slices, &request->scratch);
         !s.ok()) {
       return s;
     }
@@ -30,7 +30,7 @@ absl::Status ReadInputRegions(const std::string& model, const SharedMemoryRegist
 }
 
 // The regions of the outputs `selected` whose parameters name one (OutputSlices).
-absl::StatusOr<ShmOutputs> OutputRegions(const OpInfo& op, const SharedMemoryRegistry* shm,
+absl::StatusOr<ShmOutputs> OutputRegions(const OpInfo& op, const OwnedRegions& shm,
                                          const InferRequest& request,
                                          const std::vector<OutputRef>& selected) {
   std::vector<std::optional<ShmRef>> refs;
@@ -48,7 +48,7 @@ absl::StatusOr<ShmOutputs> OutputRegions(const OpInfo& op, const SharedMemoryReg
     fields[i] = std::move(field);
   }
   if (refs.empty()) return ShmOutputs{};
-  return OutputSlices(*shm, op, selected, refs, fields);
+  return OutputSlices(shm, op, selected, refs, fields);
 }
 
 }  // namespace
@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<NamedValue>> InferArguments(const OpInfo& op, InferRe
   return RequestArguments(op, request->inputs, request->parameters, &request->scratch);
 }
 
-absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const ReserveFn& reserve,
+absl::Status BindInfer(const OpInfo& op, const OwnedRegions& shm, const ReserveFn& reserve,
                        InferRequest* request, InferCall* call) {
   if (request->model.empty()) request->model = op.QualifiedName();
   const std::string& model = request->model;

@@ -53,11 +53,11 @@ struct InferCall : CallState {
 absl::StatusOr<std::vector<NamedValue>> InferArguments(const OpInfo& op, InferRequest* request);
 
 // Binds `request` to `op` in `call` (op_info, op, args, timeout_us, selected, the regions
-// and call.result_buffer): reads the inputs in regions of `shm` (null: a region named is
-// UNIMPLEMENTED) with copies granted by `reserve`, then the arguments, the timeout
+// and call.result_buffer): reads the inputs in the caller's regions `shm` (none: a region
+// named is UNIMPLEMENTED) with copies granted by `reserve`, then the arguments, the timeout
 // parameter and the outputs asked for. The errors of FindShmRef, InputFromShm,
 // InferArguments, TimeoutParameter, SelectOutputs and OutputSlices, in that order.
-absl::Status BindInfer(const OpInfo& op, const SharedMemoryRegistry* shm, const ReserveFn& reserve,
+absl::Status BindInfer(const OpInfo& op, const OwnedRegions& shm, const ReserveFn& reserve,
                        InferRequest* request, InferCall* call);
 
 // The outputs of `call` once it has run (ResultOutputs), those asked for as classes

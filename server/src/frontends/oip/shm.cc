@@ -40,7 +40,7 @@ bool NamesRegion(const std::vector<Parameter>& params) {
 
 absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& params,
                                                  const std::string& field,
-                                                 const SharedMemoryRegistry* shm) {
+                                                 const OwnedRegions& shm) {
   const Parameter* region = nullptr;
   const Parameter* offset = nullptr;
   const Parameter* byte_size = nullptr;
@@ -50,7 +50,7 @@ absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& p
     if (p.name == kByteSize) byte_size = &p;
   }
   if (region == nullptr && offset == nullptr && byte_size == nullptr) return std::nullopt;
-  if (shm == nullptr) {
+  if (!shm) {
     return absl::UnimplementedError(
         absl::StrCat(field,
                      " names a shared memory region, but this server does not accept shared "
@@ -77,8 +77,8 @@ absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& p
   return ref;
 }
 
-absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
-                          const std::string& field, const ReserveFn& reserve, InputTensor* in,
+absl::Status InputFromShm(const OwnedRegions& shm, const ShmRef& ref, const std::string& field,
+                          const ReserveFn& reserve, InputTensor* in,
                           std::vector<SharedMemorySlice>* slices, Scratch* scratch) {
   const auto need = static_cast<uint64_t>(in->count) * static_cast<uint64_t>(in->type->size);
   if (ref.byte_size != need) {
@@ -96,7 +96,7 @@ absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
                       "shared memory");
 }
 
-absl::StatusOr<ShmOutputs> OutputSlices(const SharedMemoryRegistry& shm, const OpInfo& op,
+absl::StatusOr<ShmOutputs> OutputSlices(const OwnedRegions& shm, const OpInfo& op,
                                         const std::vector<OutputRef>& selected,
                                         const std::vector<std::optional<ShmRef>>& refs,
                                         const std::vector<std::string>& fields) {
@@ -168,7 +168,7 @@ absl::Status CheckIntact(const std::vector<SharedMemorySlice>& inputs, const Shm
   return absl::OkStatus();
 }
 
-absl::Status UnregisterRegion(SharedMemoryRegistry& shm, const std::string& name) {
+absl::Status UnregisterRegion(const OwnedRegions& shm, const std::string& name) {
   absl::Status s = shm.Unregister(name);
   return absl::IsNotFound(s) ? absl::OkStatus() : s;
 }

@@ -33,7 +33,7 @@ namespace myops::server::kserve {
 // Unregisters region `name` ("": every region) as Triton does: a name that is not
 // registered is no error (clients unregister defensively, and Triton's clients expect
 // success). The registry's other errors stay.
-absl::Status UnregisterRegion(SharedMemoryRegistry& shm, const std::string& name);
+absl::Status UnregisterRegion(const OwnedRegions& shm, const std::string& name);
 
 // Where a tensor's bytes are, when they are in shared memory.
 using ShmRef = RegionRef;
@@ -45,19 +45,18 @@ bool NamesRegion(const std::vector<Parameter>& params);
 // The shared memory reference among a tensor's parameters `params` (its own, not the
 // request's); nullopt when they name no region. INVALID_ARGUMENT naming `field` for a
 // region without shared_memory_byte_size (or the reverse), a negative or non-integer
-// offset or size; UNIMPLEMENTED when `shm` is null (the server was started without
+// offset or size; UNIMPLEMENTED when there is no registry (the server was started without
 // --allow-shared-memory).
 absl::StatusOr<std::optional<ShmRef>> FindShmRef(const std::vector<Parameter>& params,
-                                                 const std::string& field,
-                                                 const SharedMemoryRegistry* shm);
+                                                 const std::string& field, const OwnedRegions& shm);
 
 // Points `in` (type and count set, data unset) at its bytes in `ref`'s region, which must
 // be exactly count * size bytes; copies BOOL and integer tensors into `scratch` first
 // (see above), after `reserve` granted their bytes. Keeps the
 // region's slice alive in `slices`. Errors of Slice and `reserve`, and INVALID_ARGUMENT naming
 // `field` for a size that does not match the shape.
-absl::Status InputFromShm(const SharedMemoryRegistry& shm, const ShmRef& ref,
-                          const std::string& field, const ReserveFn& reserve, InputTensor* in,
+absl::Status InputFromShm(const OwnedRegions& shm, const ShmRef& ref, const std::string& field,
+                          const ReserveFn& reserve, InputTensor* in,
                           std::vector<SharedMemorySlice>* slices, Scratch* scratch);
 
 // The requested outputs' regions, by request output index (nullopt: sent inline).
@@ -69,7 +68,7 @@ struct ShmOutputs {
 // Resolves `refs` (by request output index; an entry per requested output) to slices.
 // INVALID_ARGUMENT for shared memory on an output that names a whole Tensor[] return
 // (`selected[i].element` < 0 on a list: name its elements instead).
-absl::StatusOr<ShmOutputs> OutputSlices(const SharedMemoryRegistry& shm, const OpInfo& op,
+absl::StatusOr<ShmOutputs> OutputSlices(const OwnedRegions& shm, const OpInfo& op,
                                         const std::vector<OutputRef>& selected,
                                         const std::vector<std::optional<ShmRef>>& refs,
                                         const std::vector<std::string>& fields);

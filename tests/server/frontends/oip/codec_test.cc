@@ -73,7 +73,7 @@ absl::StatusOr<int64_t> RequestTimeout(const OpInfo& op,
     return s;
   }
   InferCall call;
-  if (absl::Status s = BindInfer(op, nullptr, {}, &decoded, &call); !s.ok()) return s;
+  if (absl::Status s = BindInfer(op, OwnedRegions(), {}, &decoded, &call); !s.ok()) return s;
   return call.timeout_us;
 }
 

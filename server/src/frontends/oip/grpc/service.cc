@@ -34,7 +34,6 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 
 // The request's inputs, parameters and outputs as `op`'s arguments and results.
 absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
-  SharedMemoryRegistry* shm = pipeline->shared_memory();
   if (absl::Status decoded = kserve::DecodeInferRequest(*state->request, op.QualifiedName(),
                                                         pipeline->limits().tensor, &state->decoded);
       !decoded.ok()) {
@@ -43,7 +42,7 @@ absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallStat
   auto reserve = [pipeline, state](int64_t bytes) {
     return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
   };
-  return kserve::BindInfer(op, shm, reserve, &state->decoded, state);
+  return kserve::BindInfer(op, pipeline->regions(*state), reserve, &state->decoded, state);
 }
 
 // Bounds the request's head, reserves the budget for what its parse may take
@@ -186,12 +185,12 @@ grpc::ServerUnaryReactor* KServeService::ModelConfig(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext* context,
                                                     const grpc::ByteBuffer* request,
                                                     grpc::ByteBuffer* response) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
-    return RefuseUnary(context, ToGrpcStatus(denied));
-  }
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();
   auto* reactor = new InferReactor();
   KServeCallState& state = reactor->state;
+  state.client = *std::move(client);
   if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
     pipeline_->metrics().Record(infer_rpc_, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
@@ -218,10 +217,12 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* KServeService::ModelStreamInfer(
     grpc::CallbackServerContext* context) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
-    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(denied));
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(ToGrpcStatus(client.status()));
   }
-  return new StreamReactor<StreamInferKind>(pipeline_, stream_infer_rpc_, context);
+  return new StreamReactor<StreamInferKind>(pipeline_, stream_infer_rpc_, context,
+                                            *std::move(client));
 }
 
 grpc::ServerUnaryReactor* KServeService::ModelStatistics(
@@ -235,10 +236,11 @@ grpc::ServerUnaryReactor* KServeService::ModelStatistics(
 grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  const SharedMemoryRegistry* shm = pipeline_->shared_memory();
-  if (shm == nullptr) return Done(context, SharedMemoryOff());
-  auto regions = shm->Status(request->name());
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) return Done(context, client.status());
+  const OwnedRegions shm(pipeline_->shared_memory(), *client);
+  if (!shm) return Done(context, SharedMemoryOff());
+  auto regions = shm.Status(request->name());
   if (!regions.ok()) return Done(context, regions.status());
   for (const SharedMemoryRegionInfo& r : *regions) {
     auto& status = (*response->mutable_regions())[r.name];
@@ -254,21 +256,23 @@ grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryRegister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  SharedMemoryRegistry* shm = pipeline_->shared_memory();
-  if (shm == nullptr) return Done(context, SharedMemoryOff());
-  return Done(context, shm->Register(request->name(), request->key(), request->offset(),
-                                     request->byte_size()));
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) return Done(context, client.status());
+  const OwnedRegions shm(pipeline_->shared_memory(), *client);
+  if (!shm) return Done(context, SharedMemoryOff());
+  return Done(context, shm.Register(request->name(), request->key(), request->offset(),
+                                    request->byte_size()));
 }
 
 grpc::ServerUnaryReactor* KServeService::SystemSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) return Done(context, denied);
-  SharedMemoryRegistry* shm = pipeline_->shared_memory();
-  if (shm == nullptr) return Done(context, SharedMemoryOff());
-  return Done(context, kserve::UnregisterRegion(*shm, request->name()));
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) return Done(context, client.status());
+  const OwnedRegions shm(pipeline_->shared_memory(), *client);
+  if (!shm) return Done(context, SharedMemoryOff());
+  return Done(context, kserve::UnregisterRegion(shm, request->name()));
 }
 
 grpc::ServerUnaryReactor* KServeService::RepositoryIndex(

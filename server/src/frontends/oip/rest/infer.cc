@@ -176,7 +176,7 @@ absl::Status Bind(Pipeline* pipeline, const OpInfo& op, RestCallState* state) {
   auto reserve = [pipeline, state](int64_t bytes) {
     return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
   };
-  return kserve::BindInfer(op, pipeline->shared_memory(), reserve, &state->request, state);
+  return kserve::BindInfer(op, pipeline->regions(*state), reserve, &state->request, state);
 }
 
 // Runs the call; this worker thread waits for the executor (the pool bounds the requests
@@ -238,13 +238,15 @@ void RespondCompressed(mg_connection* conn, Pipeline* pipeline, kserve::Encoding
 
 }  // namespace
 
-void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std::string& version) {
+void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std::string& version,
+                       const std::string& client) {
   const auto received = Clock::now();
   auto refuse = [&](int http_status, const absl::Status& status) {
     pipeline_->metrics().Record(infer_rpc_, status, {}, 0);
     RespondError(conn, http_status, status);
   };
   RestCallState state;
+  state.client = client;
   int http_status = 0;
   if (absl::Status read = ReceiveBody(conn, pipeline_, &state, &http_status); !read.ok()) {
     return refuse(http_status, read);

@@ -131,9 +131,8 @@ void KServeHttp::Serve(mg_connection* conn) {
     if (ready()) return Respond(conn, 200, "{\"ready\":true}");
     return Respond(conn, 400, kserve::ErrorJson("the server is draining"));
   }
-  if (absl::Status denied = auth_.CheckHeader(mg_get_header(conn, "Authorization")); !denied.ok()) {
-    return RespondError(conn, denied);
-  }
+  auto client = auth_.TenantOfHeader(mg_get_header(conn, "Authorization"));
+  if (!client.ok()) return RespondError(conn, client.status());
   if (path == "/v2") {
     if (!only("GET")) return;
     Json meta = {{"name", "myops"},
@@ -152,16 +151,18 @@ void KServeHttp::Serve(mg_connection* conn) {
     }
     return Respond(conn, 200, kserve::StatsJson(stats).dump());
   }
-  if (absl::StartsWith(path, kserve::kSharedMemoryPath)) return ServeSharedMemory(conn, path);
+  if (absl::StartsWith(path, kserve::kSharedMemoryPath)) {
+    return ServeSharedMemory(conn, path, *client);
+  }
   if (ServeExtension(conn, method, path)) return;
   if (!absl::StartsWith(path, kModelsPath)) {
     return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
   }
-  ServeModel(conn, method, path);
+  ServeModel(conn, method, path, *client);
 }
 
-void KServeHttp::ServeModel(mg_connection* conn, absl::string_view method,
-                            const std::string& path) {
+void KServeHttp::ServeModel(mg_connection* conn, absl::string_view method, const std::string& path,
+                            const std::string& client) {
   auto only = [&](absl::string_view wanted) { return Allowed(conn, wanted, method, path); };
   // {model}[/versions/{version}][/ready|/config|/stats|/infer]
   std::vector<std::string> parts = absl::StrSplit(path.substr(kModelsPath.size()), '/');
@@ -175,7 +176,7 @@ void KServeHttp::ServeModel(mg_connection* conn, absl::string_view method,
     return RespondError(conn, absl::NotFoundError(absl::StrCat("no endpoint ", path)));
   }
   if (action == "infer") {
-    if (only("POST")) Infer(conn, model, version);
+    if (only("POST")) Infer(conn, model, version, client);
     return;
   }
   if (!only("GET")) return;
@@ -208,7 +209,8 @@ void KServeHttp::ServeModel(mg_connection* conn, absl::string_view method,
   Respond(conn, 200, kserve::MetadataJson(meta).dump());
 }
 
-void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path) {
+void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path,
+                                   const std::string& client) {
   const mg_request_info* info = mg_get_request_info(conn);
   auto endpoint = kserve::ParseSharedMemoryPath(path);
   if (!endpoint.ok()) return RespondError(conn, endpoint.status());
@@ -229,7 +231,8 @@ void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path)
   if (absl::Status read = ReadBody(conn, length, body.data()); !read.ok()) {
     return RespondError(conn, 400, read);
   }
-  auto reply = kserve::AnswerSharedMemory(pipeline_->shared_memory(), *endpoint, body);
+  auto reply =
+      kserve::AnswerSharedMemory(OwnedRegions(pipeline_->shared_memory(), client), *endpoint, body);
   if (!reply.ok()) return RespondError(conn, reply.status());
   Respond(conn, 200, *reply);
 }

@@ -94,12 +94,15 @@ class KServeHttp {
   static int BeginRequest(mg_connection* conn);   // civetweb's callback: every request
   static int InitSsl(void* ssl_ctx, void* self);  // civetweb's callback: TLS set-up
   void Serve(mg_connection* conn);
-  // /v2/models/{model}[/versions/{version}][/ready|/config|/stats|/infer].
-  void ServeModel(mg_connection* conn, absl::string_view method, const std::string& path);
+  // /v2/models/{model}[/versions/{version}][/ready|/config|/stats|/infer], for the
+  // caller `client` (its tenant, BearerAuth::TenantOfHeader: owner of the regions it names).
+  void ServeModel(mg_connection* conn, absl::string_view method, const std::string& path,
+                  const std::string& client);
   // POST .../infer (infer.cc).
-  void Infer(mg_connection* conn, const std::string& model, const std::string& version);
-  // /v2/systemsharedmemory/... (frontends/oip/rest/shm.h).
-  void ServeSharedMemory(mg_connection* conn, const std::string& path);
+  void Infer(mg_connection* conn, const std::string& model, const std::string& version,
+             const std::string& client);
+  // /v2/systemsharedmemory/... (frontends/oip/rest/shm.h): `client`'s regions.
+  void ServeSharedMemory(mg_connection* conn, const std::string& path, const std::string& client);
   // Triton's extensions answered as frontends/oip/extensions.h says (the repository
   // index and control, CUDA shared memory, trace and log settings); false when `path` is
   // none of theirs.

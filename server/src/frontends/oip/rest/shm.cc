@@ -14,7 +14,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-absl::Status Register(SharedMemoryRegistry* shm, const std::string& name, absl::string_view body) {
+absl::Status Register(const OwnedRegions& shm, const std::string& name, absl::string_view body) {
   Json j = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   const std::string where = absl::StrCat("the registration of shared memory region '", name, "'");
   if (!j.is_object()) return absl::InvalidArgumentError(where + " is not a JSON object");
@@ -33,10 +33,10 @@ absl::Status Register(SharedMemoryRegistry* shm, const std::string& name, absl::
     }
     numbers[i] = v->get<uint64_t>();
   }
-  return shm->Register(name, key->get<std::string>(), numbers[0], numbers[1]);
+  return shm.Register(name, key->get<std::string>(), numbers[0], numbers[1]);
 }
 
-absl::StatusOr<std::string> Status(const SharedMemoryRegistry& shm, const std::string& name) {
+absl::StatusOr<std::string> Status(const OwnedRegions& shm, const std::string& name) {
   auto regions = shm.Status(name);
   if (!regions.ok()) return regions.status();
   Json list = Json::array();
@@ -77,11 +77,11 @@ absl::StatusOr<SharedMemoryEndpoint> ParseSharedMemoryPath(absl::string_view pat
   return e;
 }
 
-absl::StatusOr<std::string> AnswerSharedMemory(SharedMemoryRegistry* shm,
+absl::StatusOr<std::string> AnswerSharedMemory(const OwnedRegions& shm,
                                                const SharedMemoryEndpoint& endpoint,
                                                absl::string_view body) {
   using A = SharedMemoryEndpoint::Action;
-  if (shm == nullptr) {
+  if (!shm) {
     return absl::UnimplementedError(
         "this server does not accept shared memory (start it with --allow-shared-memory)");
   }
@@ -89,12 +89,12 @@ absl::StatusOr<std::string> AnswerSharedMemory(SharedMemoryRegistry* shm,
   absl::Status done;
   switch (endpoint.action) {
     case A::kStatus:
-      return Status(*shm, region);
+      return Status(shm, region);
     case A::kRegister:
       done = Register(shm, region, body);
       break;
     case A::kUnregister:
-      done = UnregisterRegion(*shm, region);
+      done = UnregisterRegion(shm, region);
       break;
   }
   if (!done.ok()) return done;

@@ -36,11 +36,11 @@ struct SharedMemoryEndpoint {
 // The endpoint `path` (under kSharedMemoryPath) is; NOT_FOUND when it is none.
 absl::StatusOr<SharedMemoryEndpoint> ParseSharedMemoryPath(absl::string_view path);
 
-// The JSON reply of `endpoint` with request body `body`, on a server whose registry is
-// `shm` (null: shared memory off, UNIMPLEMENTED); the registry's errors, and
+// The JSON reply of `endpoint` with request body `body`, for the caller whose regions are
+// `shm` (no registry: shared memory off, UNIMPLEMENTED); the registry's errors, and
 // INVALID_ARGUMENT for a registration body that is not {"key": string, "offset": uint
 // (optional), "byte_size": uint}.
-absl::StatusOr<std::string> AnswerSharedMemory(SharedMemoryRegistry* shm,
+absl::StatusOr<std::string> AnswerSharedMemory(const OwnedRegions& shm,
                                                const SharedMemoryEndpoint& endpoint,
                                                absl::string_view body);
 
