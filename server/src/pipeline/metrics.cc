@@ -28,8 +28,9 @@ constexpr const char* kDuration = "myops_request_duration_seconds";
 constexpr const char* kStageSeconds = "myops_stage_seconds_total";
 constexpr const char* kTensorBytes = "myops_tensor_bytes_total";
 constexpr const char* kStreamsStalled = "myops_streams_stalled_total";
-constexpr const char* kFamilies[] = {kRequests,     kOperatorCalls, kDuration,
-                                     kStageSeconds, kTensorBytes,   kStreamsStalled};
+constexpr const char* kResponsesStalled = "myops_responses_stalled_total";
+constexpr const char* kFamilies[] = {kRequests,    kOperatorCalls,  kDuration,        kStageSeconds,
+                                     kTensorBytes, kStreamsStalled, kResponsesStalled};
 constexpr const char* kStageNames[] = {"decode", "queue", "compute", "encode"};
 constexpr const char* kCodeNames[] = {
     "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
@@ -136,9 +137,17 @@ Metrics::Metrics(int operators)
                               "no progress for --stall-timeout-ms.")
                           .Register(*registry_)
                           .Add({});
+  responses_stalled_ = &prometheus::BuildCounter()
+                            .Name(kResponsesStalled)
+                            .Help(
+                                "Unary calls cancelled because their client did not take the "
+                                "response within --stall-timeout-ms.")
+                            .Register(*registry_)
+                            .Add({});
 }
 
 void Metrics::StreamStalled() { streams_stalled_->Increment(); }
+void Metrics::ResponseStalled() { responses_stalled_->Increment(); }
 
 Metrics::~Metrics() = default;
 

@@ -66,6 +66,8 @@ class Metrics {
 
   // One stream ended for a stall (frontends/grpc/stream_reactor.h); thread-safe.
   void StreamStalled();
+  // One unary call cancelled for a response not taken (frontends/grpc/unary_reactor.h).
+  void ResponseStalled();
 
   // Adds a gauge without labels whose value is `read()` at each scrape, e.g.
   // AddGauge("myops_memory_held_bytes", "Bytes held for requests.", [&budget] { ... }).
@@ -99,6 +101,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* stage_seconds_ = nullptr;
   prometheus::Family<prometheus::Counter>* tensor_bytes_ = nullptr;
   prometheus::Counter* streams_stalled_ = nullptr;
+  prometheus::Counter* responses_stalled_ = nullptr;
   absl::Mutex rpcs_mu_;
   std::vector<std::unique_ptr<Rpc>> rpcs_ ABSL_GUARDED_BY(rpcs_mu_);  // never shrinks
   // op_calls_' children per op and code, null until first recorded.

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/grpc/arena_request.h"
 #include "frontends/grpc/stream_reactor.h"
+#include "frontends/grpc/unary_reactor.h"
 #include "frontends/myops_v1/call_chunks.h"
 #include "frontends/myops_v1/call_codec.h"
 #include "frontends/myops_v1/service.h"
@@ -28,12 +29,9 @@ struct V1CallState : CallState {
 };
 
 // The unary Call's reactor: owns the call's state (and so its budget and result memory)
-// until gRPC is done with the call. Deletes itself in OnDone.
-class CallReactor final : public grpc::ServerUnaryReactor {
- public:
-  V1CallState state;
-  void OnDone() override { delete this; }
-};
+// until gRPC is done with the call, or its client has left the response untaken for the
+// stall timeout.
+using CallReactor = WatchedUnaryReactor<V1CallState>;
 
 // Checks the request's head, reserves the budget for what its parse can take, and parses
 // it.
@@ -209,7 +207,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();
-  auto* reactor = new CallReactor();
+  auto* reactor = new CallReactor(context, pipeline_);
   V1CallState& state = reactor->state;
   state.client = *std::move(client);
   if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
@@ -228,7 +226,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
           *response =
               EncodeCallResponse(state.call, timing, state.request->request_id(), &state.shm);
         }
-        reactor->Finish(ToGrpcStatus(status));
+        reactor->FinishWatched(ToGrpcStatus(status));
       });
   return reactor;
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "frontends/grpc/stream_reactor.h"
+#include "frontends/grpc/unary_reactor.h"
 #include "frontends/myops_v1/codec.h"
 #include "frontends/myops_v1/scale_shift.h"
 #include "myops/version.h"
@@ -21,12 +22,9 @@ absl::Status NotARequest(const absl::Status& parsed) {
 
 // The unary RPC's reactor: owns the request's state until gRPC is done with the call
 // (OnDone, after the response was sent), so that the budget reservation covers the
-// output slice until it is no longer held. Deletes itself in OnDone.
-class UnaryReactor final : public grpc::ServerUnaryReactor {
- public:
-  ScaleShiftState state;
-  void OnDone() override { delete this; }
-};
+// output slice until it is no longer held; a response left untaken for the stall timeout
+// cancels the call.
+using UnaryReactor = WatchedUnaryReactor<ScaleShiftState>;
 
 // A ScaleShift request through the pipeline, as the generic call it is sugar for: checks
 // `state`'s input, reserves the memory budget for its input and output, binds the call
@@ -100,7 +98,7 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
     return RefuseUnary(context, ToGrpcStatus(denied));
   }
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
-  auto* reactor = new UnaryReactor();
+  auto* reactor = new UnaryReactor(context, pipeline_);
   ScaleShiftState& state = reactor->state;
   if (absl::Status parsed = ParseRequest(*request, &state.request, &state.input); !parsed.ok()) {
     const absl::Status invalid = NotARequest(parsed);
@@ -116,7 +114,7 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
         ScaleShiftState& state = reactor->state;
         pipeline_->metrics().Record(scale_shift_rpc_, status, timing, state.input.size());
         if (status.ok()) *response = EncodeResponse(state.request, state.output, timing);
-        reactor->Finish(ToGrpcStatus(status));
+        reactor->FinishWatched(ToGrpcStatus(status));
       });
   return reactor;
 }

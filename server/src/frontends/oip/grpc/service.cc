@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/grpc/arena_request.h"
 #include "frontends/grpc/stream_reactor.h"
+#include "frontends/grpc/unary_reactor.h"
 #include "frontends/oip/codec.h"
 #include "frontends/oip/extensions.h"
 #include "myops/version.h"
@@ -25,12 +26,8 @@ struct KServeCallState : kserve::InferCall {
 };
 
 // Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
-// call. Deletes itself in OnDone.
-class InferReactor final : public grpc::ServerUnaryReactor {
- public:
-  KServeCallState state;
-  void OnDone() override { delete this; }
-};
+// call, or its client has left the response untaken for the stall timeout.
+using InferReactor = WatchedUnaryReactor<KServeCallState>;
 
 // The request's inputs, parameters and outputs as `op`'s arguments and results.
 absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
@@ -188,7 +185,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();
-  auto* reactor = new InferReactor();
+  auto* reactor = new InferReactor(context, pipeline_);
   KServeCallState& state = reactor->state;
   state.client = *std::move(client);
   if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
@@ -210,7 +207,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
         }
         pipeline_->metrics().Record(infer_rpc_, status, timing,
                                     static_cast<uint64_t>(state.call.input_bytes));
-        reactor->Finish(ToGrpcStatus(status));
+        reactor->FinishWatched(ToGrpcStatus(status));
       });
   return reactor;
 }
