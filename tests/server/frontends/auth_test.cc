@@ -1,6 +1,7 @@
 // Bearer-token authentication (--auth-token-file): every myops.v1.Myops RPC refuses a
-// call without the right "authorization: Bearer <token>" with UNAUTHENTICATED, and never
-// echoes what was sent; the health service stays open; bad token files fail startup.
+// call without a right "authorization: Bearer <token>" with UNAUTHENTICATED, and never
+// echoes what was sent; every token of a file of several is accepted; the health service
+// stays open; bad token files fail startup.
 // Exercised with raw stubs (any metadata) and with the C++ client's auth_token.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -171,6 +172,35 @@ TEST_F(AuthTest, TheClientWithoutOrWithAWrongTokenIsRefused) {
     ASSERT_TRUE(health.ok()) << health.status();
     EXPECT_TRUE(*health);
   }
+}
+
+// One token per line, each a tenant: every one is accepted ("\r\n" and empty lines as
+// the file may have them), and nothing else (no other line's prefix, no two joined).
+TEST_F(AuthTest, EveryTokenOfAFileOfSeveralIsAccepted) {
+  WriteTokenFile("tok-alpha\r\ntok-beta\n\ntok-gamma");
+  ServerOptions options = testing::LoopbackOptions();
+  options.auth_token_file = token_file_;
+  t_ = testing::StartServer(options);
+  ASSERT_TRUE(t_.server);
+  for (const char* token : {"tok-alpha", "tok-beta", "tok-gamma"}) {
+    SCOPED_TRACE(token);
+    EXPECT_TRUE(CallServerInfo(std::string("Bearer ") + token).ok());
+    EXPECT_TRUE(CallStream(std::string("Bearer ") + token).ok());
+  }
+  ExpectAllRefused(std::string("Bearer ") + kToken);  // the old file's
+  ExpectAllRefused("Bearer tok-");
+  ExpectAllRefused("Bearer tok-alphatok-beta");
+}
+
+TEST_F(AuthTest, ARepeatedTokenFailsStartupNamingItsLine) {
+  WriteTokenFile("tok-alpha\ntok-beta\ntok-alpha\n");
+  ServerOptions options = testing::LoopbackOptions();
+  options.auth_token_file = token_file_;
+  auto server = Server::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("line 3 repeats an earlier token"));
+  EXPECT_THAT(server.status().message(), Not(HasSubstr("tok-")));
 }
 
 TEST_F(AuthTest, BadTokenFilesFailStartup) {
