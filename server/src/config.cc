@@ -200,6 +200,11 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
                    "--auth-token-file token (any user name; Prometheus: basic_auth with "
                    "password_file)"),
       "MYOPS_METRICS_AUTH");
+  env(app.add_flag("--metrics-tls", s->metrics_tls,
+                   "Serve /metrics over HTTPS only, with the --tls-cert/--tls-key of the gRPC "
+                   "port (and, with --tls-client-ca, client certificates required; "
+                   "Prometheus: scheme https with tls_config)"),
+      "MYOPS_METRICS_TLS");
 }
 
 std::chrono::milliseconds Millis(double seconds) {

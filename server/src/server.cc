@@ -226,8 +226,16 @@ absl::Status Server::StartEndpoints(const BearerAuth& auth) {
       if (!tokens.ok()) return tokens.status();
       passwords = *std::move(tokens);
     }
+    HttpTlsFiles tls;
+    if (options_.metrics_tls) {
+      if (options_.tls.cert_file.empty()) {
+        return absl::InvalidArgumentError(
+            "--metrics-tls needs --tls-cert and --tls-key (the metrics port serves them)");
+      }
+      tls = {options_.tls.cert_file, options_.tls.key_file, options_.tls.client_ca_file};
+    }
     auto metrics = MetricsEndpoint::Start(options_.metrics_address, pipeline_->metrics(),
-                                          std::move(passwords));
+                                          std::move(passwords), tls);
     if (!metrics.ok()) return metrics.status();
     metrics_ = std::move(*metrics);
   }
@@ -273,7 +281,8 @@ std::string Server::Describe() const {
       http_ ? " | http on " + bound(options_.http_address, http_->port()) +
                   (options_.tls.cert_file.empty() ? "" : " (TLS)")
             : "",
-      metrics_ ? " | metrics on " + bound(options_.metrics_address, metrics_->port()) + "/metrics"
+      metrics_ ? " | metrics on " + bound(options_.metrics_address, metrics_->port()) + "/metrics" +
+                     (options_.metrics_tls ? " (TLS)" : "")
                : "",
       shared_memory_
           ? absl::StrCat(" | shared memory: up to ", options_.shared_memory.limits.max_regions,

@@ -36,8 +36,10 @@ struct ServerOptions {
   TlsOptions tls;
   bool reflection = true;
   std::string metrics_address;  // Prometheus GET /metrics on HOST:PORT; "" disables.
-  // Scrapes need HTTP Basic auth with the --auth-token-file token as the password.
+  // Scrapes need HTTP Basic auth with an --auth-token-file token as the password.
   bool metrics_auth = false;
+  // /metrics over HTTPS only, with the gRPC port's TLS files (tls: needs tls.cert_file).
+  bool metrics_tls = false;
   // The Open Inference Protocol's HTTP/REST front end on HOST:PORT (frontends/oip/rest/service.h),
   // with the same TLS files and bearer token as gRPC; "" disables.
   std::string http_address;

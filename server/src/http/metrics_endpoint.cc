@@ -48,15 +48,29 @@ int BeginRequest(mg_connection* conn) {
   return 405;  // Handled; civetweb closes the connection (no keep-alive).
 }
 
+// The TLS files of the endpoint being started on this thread, and where their error
+// goes: civetweb calls init_ssl from mg_start, inside the exposer's constructor, with
+// the CivetServer as its user data, which has no room for ours.
+thread_local const HttpTlsFiles* starting_tls = nullptr;
+thread_local std::string* starting_tls_error = nullptr;
+
+int InitSsl(void* ssl_ctx, void* /*civet_server*/) {
+  // 1: the context is set up here (civetweb loads no certificate itself); -1: refuse.
+  if (starting_tls == nullptr) return -1;
+  return ConfigureHttpTls(ssl_ctx, *starting_tls, starting_tls_error) ? 1 : -1;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const std::string& address, const Metrics& metrics, std::vector<std::string> passwords) {
+    const std::string& address, const Metrics& metrics, std::vector<std::string> passwords,
+    const HttpTlsFiles& tls) {
+  const bool https = !tls.cert_file.empty();
   auto listen = ParseListenAddress(address, "metrics address");
   if (!listen.ok()) return listen.status();
   // No document_root: civetweb serves no files. No keep-alive: one request per connection.
   std::vector<std::string> options = {
-      "listening_ports",    absl::StrCat(listen->host, ":", listen->port),
+      "listening_ports",    absl::StrCat(listen->host, ":", listen->port, https ? "s" : ""),
       "num_threads",        std::to_string(kThreads),
       "connection_queue",   std::to_string(kQueuedConnections),
       "listen_backlog",     std::to_string(kQueuedConnections),
@@ -67,9 +81,16 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   CivetCallbacks callbacks;  // Copied by the server.
   callbacks.log_message = LogStartMessage;
   callbacks.begin_request = BeginRequest;
+  std::string tls_error;
+  if (https) {
+    callbacks.init_ssl = InitSsl;
+    mg_init_library(MG_FEATURES_TLS);
+  }
   std::unique_ptr<MetricsEndpoint> endpoint(new MetricsEndpoint());
   std::string errors;
   std::string failure;
+  starting_tls = https ? &tls : nullptr;
+  starting_tls_error = &tls_error;
   CollectStartErrors(&errors, [&] {
     try {
       endpoint->exposer_ = std::make_unique<prometheus::Exposer>(std::move(options), &callbacks);
@@ -77,9 +98,13 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
       failure = e.what();
     }
   });
+  starting_tls = nullptr;
+  starting_tls_error = nullptr;
   if (!endpoint->exposer_) {
     return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", address, ": ",
-                                               errors.empty() ? failure : errors));
+                                               !tls_error.empty() ? tls_error
+                                               : errors.empty()   ? failure
+                                                                  : errors));
   }
   const std::vector<int> ports = endpoint->exposer_->GetListeningPorts();
   if (ports.size() != 1 || ports[0] <= 0) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "http/tls.h"
 #include "pipeline/metrics.h"
 
 namespace prometheus {
@@ -36,9 +37,12 @@ class MetricsEndpoint {
   // address and the reason, when it cannot be bound.
   // With `passwords`, GET /metrics needs HTTP Basic authentication with one of them (any
   // user name; compared in constant time, each): 401 with a WWW-Authenticate challenge
-  // otherwise.
+  // otherwise. With `tls` files, the port serves HTTPS only (http/tls.h: client
+  // certificates required when tls.client_ca_file is set); Unavailable naming the file
+  // that does not load.
   static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
-      const std::string& address, const Metrics& metrics, std::vector<std::string> passwords = {});
+      const std::string& address, const Metrics& metrics, std::vector<std::string> passwords = {},
+      const HttpTlsFiles& tls = {});
   // Stops serving and joins the threads: at once, or after at most kRequestTimeoutMs
   // when a thread is waiting for a silent client (dropped then).
   ~MetricsEndpoint();

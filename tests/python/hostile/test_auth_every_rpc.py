@@ -8,6 +8,7 @@ front end (401 without the token; the health routes are open, as grpc.health.v1 
 from __future__ import annotations
 
 import base64
+import http.client
 import os
 import pathlib
 import re
@@ -203,3 +204,58 @@ def test_metrics_auth_without_a_token_file_stops_start_up():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
     assert "--metrics-auth needs --auth-token-file" in done.stderr
+
+
+def make_cert(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl CLI)."""
+    cert, key = directory / "server.pem", directory / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+def test_metrics_over_tls_with_basic_auth(tmp_path):
+    """--metrics-tls: the metrics port speaks HTTPS only, with the gRPC port's
+    certificate; with --metrics-auth the scrape also needs a token."""
+    import ssl
+    cert, key = make_cert(tmp_path)
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    s = ServerProcess("--tls-cert", str(cert), "--tls-key", str(key), "--metrics-tls",
+                      "--auth-token-file", str(token_file), "--metrics-auth")
+    try:
+        assert "/metrics (TLS)" in s.log()
+        trusted = ssl.create_default_context(cafile=str(cert))
+
+        def scrape(password: str | None, context: ssl.SSLContext | None = trusted,
+                   scheme: str = "https") -> int:
+            request = urllib.request.Request(f"{scheme}://{s.metrics_address}/metrics")
+            if password is not None:
+                basic = base64.b64encode(f"prometheus:{password}".encode()).decode()
+                request.add_header("Authorization", f"Basic {basic}")
+            try:
+                with urllib.request.urlopen(request, timeout=30, context=context) as r:
+                    assert b"myops_requests_total" in r.read()
+                    return r.status
+            except urllib.error.HTTPError as e:
+                return e.code
+
+        assert scrape(TOKEN) == 200
+        assert scrape(None) == 401
+        with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
+            scrape(TOKEN, context=ssl.create_default_context())  # an untrusted certificate
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            scrape(TOKEN, context=None, scheme="http")  # no plaintext on that port
+    finally:
+        s.close()
+
+
+@pytest.mark.skipif(bool(os.environ.get("MYOPS_TEST_LAUNCHER")),
+                    reason="runs the server binary itself")
+def test_metrics_tls_without_a_certificate_stops_start_up():
+    done = subprocess.run([str(SERVER), "--address", "127.0.0.1:0", "--devices", "cpu",
+                           "--metrics-address", "127.0.0.1:0", "--metrics-tls"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "--metrics-tls needs --tls-cert and --tls-key" in done.stderr
