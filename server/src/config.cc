@@ -82,6 +82,12 @@ void AddLimitFlags(CLI::App& app, ServiceLimits* l) {
                      "unsent stream responses); 0: half the container's or machine's memory")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_MAX_INFLIGHT_BYTES");
+  env(app.add_option("--max-client-share", l->max_client_share,
+                     "The part of the memory budget one client may hold, in (0, 1]: a tenant "
+                     "(a token of --auth-token-file), or without tokens a connection; the rest "
+                     "stays for the others. 1: no share")
+          ->check(CLI::Range(0.001, 1.0)),
+      "MYOPS_MAX_CLIENT_SHARE");
   env(app.add_option(
              "--max-streams", l->max_streams,
              "Streaming RPCs (ScaleShiftStream, CallStream, ModelStreamInfer) open at once; "

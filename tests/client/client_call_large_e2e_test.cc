@@ -23,8 +23,10 @@ float Input(int64_t i) { return static_cast<float>(i % 4093) - 2000.0f; }
 
 TEST(ClientCallLargeE2eTest, TensorAbove2GiBRoundTripsOnACallStream) {
   constexpr int64_t kElements = (int64_t{1} << 29) + 16;
+  // One client holds about 4 GiB (input and result): more than the default share of the
+  // default budget (a quarter of half the memory) on a small machine.
   ServerProcess server({"--address", "127.0.0.1:0", "--devices", "cpu", "--max-elements",
-                        std::to_string(int64_t{1} << 30)});
+                        std::to_string(int64_t{1} << 30), "--max-client-share", "1"});
   const int port = server.WaitForPort();
   ASSERT_NE(port, 0) << server.output();
   ClientOptions options;

@@ -29,6 +29,7 @@ BudgetReservation& BudgetReservation::operator=(BudgetReservation&& other) noexc
     Reset();
     budget_ = other.budget_;
     bytes_ = other.bytes_;
+    account_ = std::move(other.account_);
     other.budget_ = nullptr;
     other.bytes_ = 0;
   }
@@ -36,18 +37,37 @@ BudgetReservation& BudgetReservation::operator=(BudgetReservation&& other) noexc
 }
 
 void BudgetReservation::Reset() {
-  if (budget_ != nullptr && bytes_ > 0) budget_->Release(bytes_);
+  if (budget_ != nullptr && bytes_ > 0) {
+    budget_->Release(bytes_);
+    if (account_ != nullptr) account_->held_.fetch_sub(bytes_, std::memory_order_acq_rel);
+  }
   budget_ = nullptr;
   bytes_ = 0;
+  account_.reset();
 }
 
-bool MemoryBudget::TryReserve(int64_t bytes, BudgetReservation* out) {
-  if (bytes < 0) return false;
-  int64_t held = held_.load(std::memory_order_relaxed);
+namespace {
+
+// Adds `bytes` to `held` unless that passes `limit`.
+bool TryAdd(std::atomic<int64_t>* held, int64_t limit, int64_t bytes) {
+  int64_t now = held->load(std::memory_order_relaxed);
   do {
-    if (bytes > limit_ - held) return false;
-  } while (!held_.compare_exchange_weak(held, held + bytes, std::memory_order_acq_rel));
-  *out = BudgetReservation(this, bytes);
+    if (bytes > limit - now) return false;
+  } while (!held->compare_exchange_weak(now, now + bytes, std::memory_order_acq_rel));
+  return true;
+}
+
+}  // namespace
+
+bool MemoryBudget::TryReserve(int64_t bytes, BudgetReservation* out,
+                              std::shared_ptr<ClientAccount> account) {
+  if (bytes < 0) return false;
+  if (account != nullptr && !TryAdd(&account->held_, account->limit_, bytes)) return false;
+  if (!TryAdd(&held_, limit_, bytes)) {
+    if (account != nullptr) account->held_.fetch_sub(bytes, std::memory_order_acq_rel);
+    return false;
+  }
+  *out = BudgetReservation(this, bytes, std::move(account));
   return true;
 }
 

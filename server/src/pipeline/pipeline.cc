@@ -135,8 +135,47 @@ absl::StatusOr<int> Pipeline::ResolveDevice(const OpInfo& op, absl::string_view 
   return ResolveFor(op, executor_->devices(), *wanted, round_robin_.fetch_add(1));
 }
 
-absl::Status Pipeline::ReserveWorkingMemory(int64_t need, BudgetReservation* out) {
-  if (budget_.TryReserve(need, out)) return absl::OkStatus();
+std::shared_ptr<ClientAccount> Pipeline::AccountOf(const std::string& tenant,
+                                                   const std::string& connection) {
+  const std::string name = tenant.empty() ? "connection " + connection : tenant;
+  absl::MutexLock lock(&accounts_mu_);
+  std::weak_ptr<ClientAccount>& slot = accounts_[name];
+  std::shared_ptr<ClientAccount> account = slot.lock();
+  if (account == nullptr) {
+    const double share = std::clamp(limits_.max_client_share, 0.0, 1.0);
+    account = std::make_shared<ClientAccount>(
+        name, std::max<int64_t>(1, static_cast<int64_t>(share * budget_.limit())));
+    slot = account;
+    if (accounts_.size() >= accounts_sweep_at_) {  // amortized: the map stays O(clients held)
+      for (auto it = accounts_.begin(); it != accounts_.end();) {
+        it = it->second.expired() ? accounts_.erase(it) : std::next(it);
+      }
+      accounts_sweep_at_ = std::max<size_t>(64, 2 * accounts_.size());
+    }
+  }
+  return account;
+}
+
+absl::Status Pipeline::ReserveWorkingMemory(int64_t need, BudgetReservation* out,
+                                            const std::shared_ptr<ClientAccount>& account) {
+  if (budget_.TryReserve(need, out, account)) return absl::OkStatus();
+  if (account != nullptr && need > account->limit() && need <= budget_.limit()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the request needs ", need,
+                     " bytes of server memory (input and output), more than one "
+                     "client's share of ",
+                     account->limit(), " bytes (--max-client-share ", limits_.max_client_share,
+                     " of the ", budget_.limit(), "-byte budget); send smaller tensors"));
+  }
+  if (account != nullptr && need > account->limit() - account->held() &&
+      need <= budget_.limit() - budget_.held()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this client holds ", account->held(), " bytes of server memory, and this request needs ",
+        need, " more: over its share of ", account->limit(), " bytes (--max-client-share ",
+        limits_.max_client_share, " of the ", budget_.limit(),
+        "-byte budget, so that no client can take it all); retry once its other calls are "
+        "answered, or send smaller tensors"));
+  }
   if (need > budget_.limit()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the request needs ", need,
@@ -151,7 +190,7 @@ absl::Status Pipeline::ReserveWorkingMemory(int64_t need, BudgetReservation* out
 
 absl::Status Pipeline::ReserveCallRequest(int64_t bytes, int64_t held, CallState* state) {
   state->received_bytes = bytes;
-  return ReserveWorkingMemory(held, &state->request_reservation);
+  return ReserveWorkingMemory(held, &state->request_reservation, state->account);
 }
 
 void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
@@ -203,7 +242,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
   // Result 0 is budgeted before the op allocates it where the runtime can tell its size
   // first: an op asked for more than the budget grants fails without allocating it.
   state->call.grant_result = [this, state](int64_t bytes) {
-    return ReserveWorkingMemory(bytes, &state->result_grant);
+    return ReserveWorkingMemory(bytes, &state->result_grant, state->account);
   };
   const int64_t decode_ns = Nanos(Clock::now() - start);
   executor_->Submit(std::move(job), [this, state, start, decode_ns, &op, done = std::move(done)](
@@ -218,7 +257,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
                          " bytes, more than the largest message this server sends (",
                          limits_.max_message_bytes, " bytes, --max-message-bytes)"));
       } else if (const int64_t rest = result_bytes - state->result_grant.bytes(); rest > 0) {
-        status = ReserveWorkingMemory(rest, &state->result_reservation);
+        status = ReserveWorkingMemory(rest, &state->result_reservation, state->account);
       }
       if (!status.ok()) {
         state->call.results.clear();  // and with them their memory

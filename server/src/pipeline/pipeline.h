@@ -9,12 +9,16 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "pipeline/memory_budget.h"
 #include "pipeline/metrics.h"
 #include "pipeline/model_stats.h"
@@ -34,6 +38,9 @@ struct ServiceLimits {
   // outputs, including computed stream responses not yet written. 0: the default,
   // DefaultMemoryBudgetBytes().
   int64_t max_inflight_bytes = 0;
+  // The part of the memory budget one client may hold (Pipeline::AccountOf: a tenant where
+  // tokens are set, else a connection), in (0, 1]: the rest stays for the others.
+  double max_client_share = 0.25;
   // Streaming RPCs open at once, of every front end (ScaleShiftStream, CallStream,
   // ModelStreamInfer); more: RESOURCE_EXHAUSTED.
   int64_t max_streams = 1024;
@@ -73,6 +80,9 @@ struct CallState {
   // has no tokens), set by the front end before the request is parsed. The owner of the
   // shared memory regions the call may name (regions()).
   std::string client;
+  // The account its reservations count against (AccountOf), set with `client`; null:
+  // none (the server-wide budget only).
+  std::shared_ptr<ClientAccount> account;
   std::string op;      // "namespace::name[.overload]", as the client named it
   int model = -1;      // or the op's registry index, where the front end knows it (op unused)
   std::string device;  // "", "cpu", "cuda", "cuda:N" (ParseDeviceRequest)
@@ -127,9 +137,19 @@ class Pipeline {
                    std::function<bool()> is_cancelled, Done done);
 
   // Reserves `bytes` for what a front end holds beyond a request and its results (JSON
-  // text, inputs copied out of shared memory); RESOURCE_EXHAUSTED when the budget cannot
-  // hold them. Held in `out` until it is dropped.
-  absl::Status ReserveWorkingMemory(int64_t bytes, BudgetReservation* out);
+  // text, inputs copied out of shared memory, chunks of a request), counted against
+  // `account` too (when given); RESOURCE_EXHAUSTED naming the limit (the budget, or the
+  // client's share) when they cannot be held. Held in `out` until it is dropped.
+  absl::Status ReserveWorkingMemory(int64_t bytes, BudgetReservation* out,
+                                    const std::shared_ptr<ClientAccount>& account);
+
+  // The account of a caller: its `tenant` where tokens are set (BearerAuth::Tenant), else
+  // its `connection` (gRPC's peer, "ipv4:1.2.3.4:5678"; REST's address and port), so that
+  // a client is one tenant, or one connection without tokens. Made on first use with
+  // limits().max_client_share of the budget, and shared while any call or reservation of
+  // the client holds it. Thread-safe.
+  std::shared_ptr<ClientAccount> AccountOf(const std::string& tenant,
+                                           const std::string& connection);
 
   const ServiceLimits& limits() const { return limits_; }
   // Null unless the server was started with --allow-shared-memory. Thread-safe.
@@ -186,6 +206,11 @@ class Pipeline {
   const int scale_shift_model_;
   InflightLimiter streams_;
   std::atomic<unsigned> round_robin_{0};
+  absl::Mutex accounts_mu_;
+  // The clients' accounts, while one is held; expired ones are swept as the map grows.
+  std::unordered_map<std::string, std::weak_ptr<ClientAccount>> accounts_
+      ABSL_GUARDED_BY(accounts_mu_);
+  size_t accounts_sweep_at_ ABSL_GUARDED_BY(accounts_mu_) = 64;
 };
 
 }  // namespace myops::server

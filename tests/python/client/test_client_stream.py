@@ -258,7 +258,8 @@ def test_aio_stream_cancel_and_client_close(server):
 def test_a_tensor_above_2_gib_round_trips_on_a_stream():
     """2^29 + 16 float32 elements (2 GiB + 64 bytes), beyond gRPC's message limit: sent
     in chunks, the result reassembled (about 8 GiB between client and server)."""
-    server = quick_server("--max-elements", str(1 << 30))
+    # One client holds about 4 GiB: beyond the default share of the default budget here.
+    server = quick_server("--max-elements", str(1 << 30), "--max-client-share", "1")
     try:
         n = (1 << 29) + 16
         x = np.resize((np.arange(4093) - 2000).astype(np.float32), n)  # x[i] = i % 4093 - 2000

@@ -15,6 +15,8 @@ ServerOptions LoopbackOptions() {
   o.executor.cpu_workers = 2;
   o.limits.max_message_bytes = int64_t{1} << 30;
   o.limits.tensor.max_bytes = o.limits.max_message_bytes;
+  // The budget is the tests' to fill from one client; shares have their own tests.
+  o.limits.max_client_share = 1.0;
   return o;
 }
 

@@ -20,7 +20,7 @@ struct TestServer {
   std::unique_ptr<myops::v1::Myops::Stub> stub;
 };
 
-// Options with address 127.0.0.1:0, cpu only, 2 workers.
+// Options with address 127.0.0.1:0, cpu only, 2 workers, no client share of the budget.
 ServerOptions LoopbackOptions();
 
 // Fails the current test (and returns an empty server) if it cannot start.

@@ -51,7 +51,8 @@ inline constexpr int64_t kStreamWindowBytes = int64_t{64} << 20;
 // `Kind` supplies every step of its RPC (ScaleShiftStream in myops_v1/service.cc,
 // CallStream in myops_v1/call_service.cc, ModelStreamInfer in oip/grpc/service.cc):
 //  - `State`: one request's state, default-constructible;
-//  - `Assembly`, made per stream by `static Assembly MakeAssembly(Pipeline*)` and used
+//  - `Assembly`, made per stream by `static Assembly MakeAssembly(Pipeline*, account)`
+//    (the stream's ClientAccount, which its reservations count against) and used
 //    only by the one read in progress: what a request of several messages (CallStream's
 //    chunked tensors) keeps between them;
 //  - `static bool Receive(Pipeline*, const grpc::ByteBuffer&, Assembly*, State*,
@@ -73,7 +74,7 @@ struct OneMessagePerRequest {
   // Nothing is kept between messages. The Kind supplies `static absl::Status
   // Parse(Pipeline*, const grpc::ByteBuffer&, State*)`.
   struct Assembly {};
-  static Assembly MakeAssembly(Pipeline*) { return {}; }
+  static Assembly MakeAssembly(Pipeline*, const std::shared_ptr<ClientAccount>&) { return {}; }
   template <typename State>
   static bool Receive(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Assembly*, State* state,
                       absl::Status* parsed) {
@@ -99,8 +100,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         rpc_(rpc),
         context_(context),
         client_(std::move(client)),
+        account_(pipeline->AccountOf(client_, context->peer())),
         admitted_(pipeline->TryOpenStream()),
-        assembly_(Kind::MakeAssembly(pipeline)) {
+        assembly_(Kind::MakeAssembly(pipeline, account_)) {
     absl::MutexLock lock(&mu_);
     if (!admitted_) {
       finished_ = true;
@@ -116,6 +118,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     if (!ok) return OnReadsDone();
     auto item = std::make_unique<Item>();
     item->state.client = client_;
+    item->state.account = account_;
     // Bounded work and memory, whatever the bytes (wire::kMaxHeadBytes); the data stays
     // in the received slices (or, for a piece of a request, is copied where it belongs).
     absl::Status parsed;
@@ -196,6 +199,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     while (true) {
       auto item = std::make_unique<Item>();
       item->state.client = client_;
+      item->state.account = account_;
       absl::Status status;
       if (!Kind::TakeUnfinished(&assembly_, &item->state, &status)) break;
       unfinished.emplace_back(item.release(), std::move(status));
@@ -348,6 +352,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   Metrics::Rpc* const rpc_;
   grpc::CallbackServerContext* const context_;
   const std::string client_;
+  const std::shared_ptr<ClientAccount> account_;
   const bool admitted_;  // holds one of the service's open-stream slots
   grpc::ByteBuffer read_buffer_;
   typename Kind::Assembly assembly_;  // only the read in progress touches it

@@ -50,7 +50,7 @@ absl::Status ParseHead(Pipeline* pipeline, const grpc::ByteBuffer& bytes, V1Call
 absl::Status DecodeCall(Pipeline* pipeline, V1CallState* state) {
   state->shm.regions = pipeline->regions(*state);
   state->shm.reserve = [pipeline, state](int64_t n) {
-    return pipeline->ReserveWorkingMemory(n, &state->shm_copies.emplace_back());
+    return pipeline->ReserveWorkingMemory(n, &state->shm_copies.emplace_back(), state->account);
   };
   // Chunked tensors come on CallStream only, after a header (CallStreamKind::Receive).
   ChunkedTensors* chunks = state->chunks.tensors.empty() ? nullptr : &state->chunks;
@@ -96,10 +96,11 @@ absl::Status TakeResponseLimit(const Pipeline& pipeline, V1CallState* state) {
 struct CallStreamKind {
   using State = V1CallState;
   using Assembly = ChunkAssembly;
-  static Assembly MakeAssembly(Pipeline* pipeline) {
-    return ChunkAssembly(pipeline->limits().tensor, [pipeline](int64_t n, BudgetReservation* out) {
-      return pipeline->ReserveWorkingMemory(n, out);
-    });
+  static Assembly MakeAssembly(Pipeline* pipeline, const std::shared_ptr<ClientAccount>& account) {
+    return ChunkAssembly(pipeline->limits().tensor,
+                         [pipeline, account](int64_t n, BudgetReservation* out) {
+                           return pipeline->ReserveWorkingMemory(n, out, account);
+                         });
   }
   // One message: a request to answer (true; `status`: its parse), or a piece of one
   // that is not complete yet (false).
@@ -210,6 +211,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
   auto* reactor = new CallReactor(context, pipeline_);
   V1CallState& state = reactor->state;
   state.client = *std::move(client);
+  state.account = pipeline_->AccountOf(state.client, context->peer());
   if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
     pipeline_->metrics().Record(call_rpc_, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));

@@ -94,12 +94,13 @@ MyopsService::MyopsService(Pipeline* pipeline, BearerAuth auth)
 grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request,
                                                    grpc::ByteBuffer* response) {
-  if (absl::Status denied = auth_.Check(*context); !denied.ok()) {
-    return RefuseUnary(context, ToGrpcStatus(denied));
-  }
+  auto client = auth_.Tenant(*context);
+  if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
   auto* reactor = new UnaryReactor(context, pipeline_);
   ScaleShiftState& state = reactor->state;
+  state.client = *std::move(client);
+  state.account = pipeline_->AccountOf(state.client, context->peer());
   if (absl::Status parsed = ParseRequest(*request, &state.request, &state.input); !parsed.ok()) {
     const absl::Status invalid = NotARequest(parsed);
     pipeline_->metrics().Record(scale_shift_rpc_, invalid, {}, 0);

@@ -363,6 +363,96 @@ TEST(ServiceTest, RequestsBeyondTheMemoryBudgetGetResourceExhausted) {
       << huge.error_message();
 }
 
+TEST(MemoryBudgetTest, AClientAccountBoundsItsReservations) {
+  MemoryBudget budget(100);
+  auto a = std::make_shared<ClientAccount>("a", 30);
+  auto b = std::make_shared<ClientAccount>("b", 30);
+  BudgetReservation r1, r2, r3, r4;
+  EXPECT_TRUE(budget.TryReserve(20, &r1, a));
+  EXPECT_FALSE(budget.TryReserve(11, &r2, a));  // over a's 30; the budget is untouched
+  EXPECT_EQ(budget.held(), 20);
+  EXPECT_EQ(a->held(), 20);
+  EXPECT_TRUE(budget.TryReserve(30, &r3, b));
+  EXPECT_TRUE(budget.TryReserve(50, &r4));      // no account: the budget only
+  EXPECT_FALSE(budget.TryReserve(10, &r2, a));  // a has room, the budget has none
+  EXPECT_EQ(a->held(), 20);
+  r4.Reset();
+  EXPECT_TRUE(budget.TryReserve(10, &r2, a));
+  EXPECT_EQ(a->held(), 30);
+  std::weak_ptr<ClientAccount> kept = a;
+  a.reset();  // the reservations keep the account
+  EXPECT_FALSE(kept.expired());
+  r1.Reset();
+  r2.Reset();
+  EXPECT_TRUE(kept.expired());
+  r3.Reset();
+  EXPECT_EQ(b->held(), 0);
+  EXPECT_EQ(budget.held(), 0);
+}
+
+// --max-client-share: one connection holds at most its share of the budget (RESOURCE_EXHAUSTED
+// naming the flag beyond it), while a call on another connection is still admitted.
+TEST(ServiceTest, OneConnectionHoldsAtMostItsShareOfTheBudget) {
+  auto options = testing::LoopbackOptions();
+  options.limits.max_inflight_bytes = 1 << 20;
+  options.limits.max_client_share = 0.25;
+  auto gate = std::make_unique<GatedExecutor>();
+  GatedExecutor* g = gate.get();
+  auto t = testing::StartServer(options, std::move(gate));
+  ASSERT_TRUE(t.server);
+  auto wait_settled = [&](AsyncCall* call, size_t held) {
+    for (int k = 0; k < 2000; ++k) {
+      {
+        std::lock_guard<std::mutex> lock(call->mu);
+        if (call->done) return;
+      }
+      if (g->HeldCount() == held) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  // 40 KiB in, 40 KiB out: a few fit in the 256 KiB share, far fewer than the budget holds.
+  std::vector<std::unique_ptr<AsyncCall>> held;
+  grpc::Status over;
+  for (int i = 0; i < 16 && over.ok(); ++i) {
+    auto call = std::make_unique<AsyncCall>();
+    call->request = MakeRequest(DType::kFloat32, {10 << 10}, 1.0, 0.0, i);
+    call->Start(t.stub.get());
+    wait_settled(call.get(), held.size() + 1);
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (call->done) {
+      over = call->status;
+    } else {
+      held.push_back(std::move(call));
+    }
+  }
+  EXPECT_GE(held.size(), 1u);
+  EXPECT_LE(held.size(), 3u);
+  EXPECT_LE(t.server->pipeline().budget().held(), 256 << 10);
+  EXPECT_EQ(over.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(over.error_message().find("--max-client-share 0.25"), std::string::npos)
+      << over.error_message();
+
+  // Another connection (its own subchannel) has its own share.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto other = myops::v1::Myops::NewStub(
+      grpc::CreateCustomChannel(t.address, grpc::InsecureChannelCredentials(), args));
+  AsyncCall admitted;
+  admitted.request = MakeRequest(DType::kFloat32, {10 << 10}, 1.0, 0.0, 99);
+  admitted.Start(other.get());
+  wait_settled(&admitted, held.size() + 1);
+  {
+    std::lock_guard<std::mutex> lock(admitted.mu);
+    EXPECT_FALSE(admitted.done) << admitted.status.error_message();
+  }
+  EXPECT_EQ(g->HeldCount(), held.size() + 1);
+
+  g->Release(1 << 20);
+  for (auto& c : held) ASSERT_TRUE(c->Wait().ok()) << c->status.error_message();
+  ASSERT_TRUE(admitted.Wait().ok()) << admitted.status.error_message();
+  EXPECT_EQ(HeldWhenSettled(*t.server), 0);
+}
+
 // A client that writes requests on a stream and never reads the responses: the stream
 // stops reading after 32 unanswered requests, its items hold the budget (never more than
 // it), and everything is released when the client goes away.

@@ -37,7 +37,7 @@ absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallStat
     return decoded;
   }
   auto reserve = [pipeline, state](int64_t bytes) {
-    return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
+    return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back(), state->account);
   };
   return kserve::BindInfer(op, pipeline->regions(*state), reserve, &state->decoded, state);
 }
@@ -188,6 +188,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   auto* reactor = new InferReactor(context, pipeline_);
   KServeCallState& state = reactor->state;
   state.client = *std::move(client);
+  state.account = pipeline_->AccountOf(state.client, context->peer());
   if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
     pipeline_->metrics().Record(infer_rpc_, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));

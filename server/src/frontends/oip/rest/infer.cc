@@ -62,12 +62,15 @@ absl::Status AdmitBody(Pipeline* pipeline, int64_t bytes, bool body_held, RestCa
 }
 
 // Reads `length` bytes of body into `into`, the budget granting them in steps as they
-// arrive (ReadBodyInSteps) into `steps`; `*http_status` for a failure.
+// arrive (ReadBodyInSteps) into `steps`, counted against `account`; `*http_status` for a
+// failure.
 absl::Status ReadGranted(mg_connection* conn, Pipeline* pipeline, int64_t length, char* into,
-                         std::vector<BudgetReservation>* steps, int* http_status) {
+                         std::vector<BudgetReservation>* steps,
+                         const std::shared_ptr<ClientAccount>& account, int* http_status) {
   int64_t held = 0;
   absl::Status s = ReadBodyInSteps(conn, length, into, [&](int64_t total) {
-    absl::Status granted = pipeline->ReserveWorkingMemory(total - held, &steps->emplace_back());
+    absl::Status granted =
+        pipeline->ReserveWorkingMemory(total - held, &steps->emplace_back(), account);
     if (granted.ok()) held = total;
     return granted;
   });
@@ -110,14 +113,14 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
     if (const int64_t need = length + ParseBytes(length, state);
         need > pipeline->budget().limit()) {
       BudgetReservation never;
-      absl::Status s = pipeline->ReserveWorkingMemory(need, &never);  // its message
+      absl::Status s = pipeline->ReserveWorkingMemory(need, &never, nullptr);  // its message
       *http_status = HttpStatusOf(s.code());
       return s;
     }
     // Allocated whole (untouched pages cost nothing), held as it is written.
     state->body.reset(new char[static_cast<size_t>(length)]);
-    if (absl::Status s =
-            ReadGranted(conn, pipeline, length, state->body.get(), &state->body_steps, http_status);
+    if (absl::Status s = ReadGranted(conn, pipeline, length, state->body.get(), &state->body_steps,
+                                     state->account, http_status);
         !s.ok()) {
       return s;
     }
@@ -129,8 +132,8 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
   }
   std::vector<BudgetReservation> sent_reservation;
   std::unique_ptr<char[]> sent(new char[static_cast<size_t>(length)]);
-  if (absl::Status s =
-          ReadGranted(conn, pipeline, length, sent.get(), &sent_reservation, http_status);
+  if (absl::Status s = ReadGranted(conn, pipeline, length, sent.get(), &sent_reservation,
+                                   state->account, http_status);
       !s.ok()) {
     return s;
   }
@@ -140,7 +143,8 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
       *encoding, absl::string_view(sent.get(), static_cast<size_t>(length)),
       limits.max_message_bytes,
       [&](int64_t bytes) {
-        return pipeline->ReserveWorkingMemory(bytes, &inflated_reservation.emplace_back());
+        return pipeline->ReserveWorkingMemory(bytes, &inflated_reservation.emplace_back(),
+                                              state->account);
       },
       &inflated);
   sent.reset();
@@ -174,7 +178,7 @@ absl::Status Bind(Pipeline* pipeline, const OpInfo& op, RestCallState* state) {
     return parsed;
   }
   auto reserve = [pipeline, state](int64_t bytes) {
-    return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back());
+    return pipeline->ReserveWorkingMemory(bytes, &state->shm_copies.emplace_back(), state->account);
   };
   return kserve::BindInfer(op, pipeline->regions(*state), reserve, &state->request, state);
 }
@@ -202,8 +206,9 @@ absl::StatusOr<kserve::RestInferResponse> Answer(Pipeline* pipeline, RestCallSta
   auto outputs = kserve::InferOutputs(*state);
   if (!outputs.ok()) return outputs.status();
   state->outputs = *std::move(outputs);
-  if (absl::Status granted = pipeline->ReserveWorkingMemory(
-          kserve::JsonResponseBytes(state->request, state->outputs), &state->response_reservation);
+  if (absl::Status granted =
+          pipeline->ReserveWorkingMemory(kserve::JsonResponseBytes(state->request, state->outputs),
+                                         &state->response_reservation, state->account);
       !granted.ok()) {
     return granted;
   }
@@ -215,10 +220,11 @@ absl::StatusOr<kserve::RestInferResponse> Answer(Pipeline* pipeline, RestCallSta
 // size, as Triton answers. The copy and the compressed body are granted by the budget
 // first; refused, the response goes uncompressed.
 void RespondCompressed(mg_connection* conn, Pipeline* pipeline, kserve::Encoding encoding,
-                       const kserve::RestInferResponse& response) {
+                       const kserve::RestInferResponse& response,
+                       const std::shared_ptr<ClientAccount>& account) {
   const int64_t plain = static_cast<int64_t>(response.json.size()) + response.binary_bytes;
   BudgetReservation held;
-  if (!pipeline->ReserveWorkingMemory(plain + kserve::CompressBound(plain), &held).ok()) {
+  if (!pipeline->ReserveWorkingMemory(plain + kserve::CompressBound(plain), &held, account).ok()) {
     if (response.binary.empty()) return Respond(conn, 200, response.json);
     return Respond(conn, 200, response.json, "application/octet-stream", response.binary,
                    response.binary_bytes,
@@ -247,6 +253,9 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   };
   RestCallState state;
   state.client = client;
+  const mg_request_info* info = mg_get_request_info(conn);
+  state.account =
+      pipeline_->AccountOf(client, absl::StrCat(info->remote_addr, ":", info->remote_port));
   int http_status = 0;
   if (absl::Status read = ReceiveBody(conn, pipeline_, &state, &http_status); !read.ok()) {
     return refuse(http_status, read);
@@ -270,7 +279,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   const kserve::Encoding encoding =
       kserve::AcceptedEncoding(mg_get_header(conn, "Accept-Encoding"));
   if (encoding != kserve::Encoding::kIdentity) {
-    return RespondCompressed(conn, pipeline_, encoding, *response);
+    return RespondCompressed(conn, pipeline_, encoding, *response, state.account);
   }
   if (response->binary.empty()) return Respond(conn, 200, response->json);
   Respond(conn, 200, response->json, "application/octet-stream", response->binary,
