@@ -123,6 +123,10 @@ struct CallArguments {
  * TypeError/ValueError naming the argument otherwise. */
 int parse_call_arguments(PyObject *arguments, CallArguments *call);
 
+/* A str argument as UTF-8 into *out: 0, or -1 with TypeError naming `what`
+ * for other types (call.cc). */
+int parse_str(PyObject *value, const char *what, std::string *out);
+
 /* _call's (outputs, timing) of `result`, its tensors moved out as Results
  * (call.cc). */
 PyObject *call_result_of(ModuleState *state, mc::CallResult &&result);

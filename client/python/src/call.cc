@@ -50,24 +50,6 @@ str_of(const std::string &s)
                                        static_cast<Py_ssize_t>(s.size()));
 }
 
-/* A str argument as UTF-8; TypeError naming `what` for other types. */
-int
-parse_str(PyObject *value, const char *what, std::string *out)
-{
-    if (!PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.200s", what,
-                     type_name(value).c_str());
-        return -1;
-    }
-    Py_ssize_t size;
-    const char *text = PyUnicode_AsUTF8AndSize(value, &size);
-    if (text == NULL) {
-        return -1;
-    }
-    out->assign(text, static_cast<size_t>(size));
-    return 0;
-}
-
 /* A dtype code of the wire; ValueError for codes the client does not know. */
 int
 parse_dtype(PyObject *value, mc::DType *out)
@@ -312,6 +294,23 @@ output_of(ModuleState *state, mc::Value &value, const mc::Timing &timing)
 }
 
 }  // namespace
+
+int
+parse_str(PyObject *value, const char *what, std::string *out)
+{
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.200s", what,
+                     type_name(value).c_str());
+        return -1;
+    }
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(value, &size);
+    if (text == NULL) {
+        return -1;
+    }
+    out->assign(text, static_cast<size_t>(size));
+    return 0;
+}
 
 /* The arguments list of _call: (name, field, payload) triples, positional
  * ones ("" names) first. */

@@ -195,17 +195,10 @@ stream_send(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         if (state == NULL) {
             return NULL;
         }
-        if (!PyUnicode_Check(args[0])) {
-            PyErr_Format(PyExc_TypeError, "op must be a str, not %.200s",
-                         type_name(args[0]).c_str());
+        std::string name;
+        if (parse_str(args[0], "op", &name) < 0) {
             return NULL;
         }
-        Py_ssize_t size;
-        const char *text = PyUnicode_AsUTF8AndSize(args[0], &size);
-        if (text == NULL) {
-            return NULL;
-        }
-        const std::string name(text, static_cast<size_t>(size));
         /* Declared before the send so that the buffers it borrows are
          * released after it, with the GIL held. */
         CallArguments arguments;

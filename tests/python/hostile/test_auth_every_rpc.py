@@ -198,12 +198,16 @@ def test_metrics_need_the_token_with_metrics_auth(tmp_path):
 
 @pytest.mark.skipif(bool(os.environ.get("MYOPS_TEST_LAUNCHER")),
                     reason="runs the server binary itself")
-def test_metrics_auth_without_a_token_file_stops_start_up():
+@pytest.mark.parametrize("flag,message", [
+    ("--metrics-auth", "--metrics-auth needs --auth-token-file"),
+    ("--metrics-tls", "--metrics-tls needs --tls-cert and --tls-key"),
+])
+def test_a_metrics_flag_without_what_it_needs_stops_start_up(flag, message):
     done = subprocess.run([str(SERVER), "--address", "127.0.0.1:0", "--devices", "cpu",
-                           "--metrics-address", "127.0.0.1:0", "--metrics-auth"],
+                           "--metrics-address", "127.0.0.1:0", flag],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1
-    assert "--metrics-auth needs --auth-token-file" in done.stderr
+    assert message in done.stderr
 
 
 def make_cert(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path]:
@@ -249,13 +253,3 @@ def test_metrics_over_tls_with_basic_auth(tmp_path):
             scrape(TOKEN, context=None, scheme="http")  # no plaintext on that port
     finally:
         s.close()
-
-
-@pytest.mark.skipif(bool(os.environ.get("MYOPS_TEST_LAUNCHER")),
-                    reason="runs the server binary itself")
-def test_metrics_tls_without_a_certificate_stops_start_up():
-    done = subprocess.run([str(SERVER), "--address", "127.0.0.1:0", "--devices", "cpu",
-                           "--metrics-address", "127.0.0.1:0", "--metrics-tls"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1
-    assert "--metrics-tls needs --tls-cert and --tls-key" in done.stderr
