@@ -21,6 +21,7 @@
 #include "frontends/oip/rest/json.h"
 #include "frontends/oip/rest/respond.h"
 #include "frontends/oip/rest/service.h"
+#include "http/listener.h"
 #include "util/clock.h"
 
 namespace myops::server {
@@ -184,13 +185,22 @@ absl::Status Bind(Pipeline* pipeline, const OpInfo& op, RestCallState* state) {
 }
 
 // Runs the call; this worker thread waits for the executor (the pool bounds the requests
-// the binding serves).
+// the binding serves). A call whose client has hung up by the time a worker would run it
+// is not run (CANCELLED), as gRPC's cancelled calls are not. The connection's socket is
+// looked for only then, and only for a call that waited (one run within a millisecond of
+// its receipt, as small calls run inline, cannot have lost its client in between): a
+// scan, once per connection (ConnectionSocket), made while this worker waits.
 absl::Status Run(Pipeline* pipeline, RestCallState* state, Clock::time_point received,
-                 Timing* timing) {
+                 mg_connection* conn, Timing* timing) {
   absl::Notification done;
   absl::Status status;
   pipeline->ProcessCall(
-      state, received, std::chrono::system_clock::time_point::max(), [] { return false; },
+      state, received, std::chrono::system_clock::time_point::max(),
+      [conn, received] {
+        if (Clock::now() - received < std::chrono::milliseconds(1)) return false;
+        const int socket = ConnectionSocket(conn);
+        return socket >= 0 && ClientHungUp(socket);
+      },
       [&](absl::Status s, const Timing& t) {
         status = std::move(s);
         *timing = t;
@@ -269,7 +279,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
     return refuse(HttpStatusOf(bound.code()), bound);
   }
   Timing timing;
-  absl::Status status = Run(pipeline_, &state, received, &timing);
+  absl::Status status = Run(pipeline_, &state, received, conn, &timing);
   absl::StatusOr<kserve::RestInferResponse> response =
       status.ok() ? Answer(pipeline_, &state) : status;
   status = response.status();
