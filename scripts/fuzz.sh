@@ -16,7 +16,7 @@ BUILD="${MYOPS_FUZZ_BUILD_DIR:-$MYOPS_REPO/build-fuzz}"
 FUZZ_SRC="$MYOPS_REPO/tests/fuzz"
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(request request_differential response health npy call_request call_response rest_request infer_request
-  shm_endpoint call_chunks rest_body)
+  shm_endpoint call_chunks rest_body request_head)
 
 mkdir -p "$BUILD"
 cmake -S "$MYOPS_REPO" -B "$BUILD" -G Ninja -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -38,6 +38,7 @@ for t in "${TARGETS[@]}"; do
   [ "$t" = npy ] && dict="$FUZZ_SRC/dict/npy.dict"
   [ "$t" = rest_request ] && dict="$FUZZ_SRC/dict/json.dict"
   [ "$t" = shm_endpoint ] && dict="$FUZZ_SRC/dict/json.dict"
+  [ "$t" = request_head ] && dict="$FUZZ_SRC/dict/http.dict"
   corpus="$SCRATCH/$t"
   mkdir -p "$corpus"
   cp "$FUZZ_SRC/corpus/$t/"* "$corpus/"

@@ -182,6 +182,15 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
                      "Open Inference Protocol (KServe v2) HTTP/REST on HOST:PORT (port 0: any "
                      "free port), with the TLS and token of gRPC; empty: off"),
       "MYOPS_HTTP_ADDRESS");
+  env(app.add_option("--http-max-connections", s->http_max_connections,
+                     "HTTP/REST connections open at once; one more is answered 503 and closed")
+          ->check(CLI::Range(1, 1 << 20)),
+      "MYOPS_HTTP_MAX_CONNECTIONS");
+  env(app.add_option("--http-max-connections-per-address", s->http_max_connections_per_address,
+                     "HTTP/REST connections open at once from one client IP address (0: no "
+                     "bound); raise it behind a proxy, whose clients share its address")
+          ->check(CLI::Range(0, 1 << 20)),
+      "MYOPS_HTTP_MAX_CONNECTIONS_PER_ADDRESS");
   env(app.add_flag("--allow-shared-memory", s->shared_memory.allow,
                    "Accept system shared memory (Triton's SystemSharedMemory* RPCs; tensors "
                    "named by region instead of sent): for clients on this host. Any client "

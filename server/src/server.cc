@@ -210,7 +210,9 @@ absl::Status Server::StartEndpoints(const BearerAuth& auth) {
   }
   if (!options_.http_address.empty()) {
     HttpOptions http{options_.http_address,
-                     {options_.tls.cert_file, options_.tls.key_file, options_.tls.client_ca_file}};
+                     {options_.tls.cert_file, options_.tls.key_file, options_.tls.client_ca_file},
+                     options_.http_max_connections,
+                     options_.http_max_connections_per_address};
     auto started = KServeHttp::Start(http, pipeline_.get(), auth);
     if (!started.ok()) return started.status();
     http_ = std::move(*started);

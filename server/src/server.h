@@ -43,6 +43,10 @@ struct ServerOptions {
   // The Open Inference Protocol's HTTP/REST front end on HOST:PORT (frontends/oip/rest/service.h),
   // with the same TLS files and bearer token as gRPC; "" disables.
   std::string http_address;
+  // Connections of the HTTP/REST port open at once, in all and from one client address
+  // (0: unbounded); one more is answered 503 and closed.
+  int http_max_connections = 1024;
+  int http_max_connections_per_address = 64;
   // A second listener, always plaintext, serving only grpc.health.v1 (with the main
   // server's statuses): for probes that cannot speak TLS when `tls` is on. "" disables.
   std::string health_address;

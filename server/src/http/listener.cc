@@ -1,9 +1,8 @@
-// Shared civetweb listener helpers (see http/listener.h).
+// Shared HTTP listener helpers (see http/listener.h).
 #include "http/listener.h"
 
 #include <arpa/inet.h>
 #include <civetweb.h>
-#include <dirent.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -105,64 +104,6 @@ void CollectStartErrors(std::string* errors, const std::function<void()>& start)
   start_errors = errors;
   start();
   start_errors = nullptr;
-}
-
-namespace {
-
-// Whether `fd` is a socket whose local port is `local_port` and whose peer is
-// `remote_addr` (as civetweb writes it) port `remote_port`.
-bool IsConnection(int fd, int local_port, const char* remote_addr, int remote_port) {
-  sockaddr_storage local{}, peer{};
-  socklen_t local_size = sizeof(local), peer_size = sizeof(peer);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
-      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0 ||
-      local.ss_family != peer.ss_family) {
-    return false;
-  }
-  char text[INET6_ADDRSTRLEN] = {};
-  int lport = 0, pport = 0;
-  if (peer.ss_family == AF_INET) {
-    const auto& l = reinterpret_cast<const sockaddr_in&>(local);
-    const auto& p = reinterpret_cast<const sockaddr_in&>(peer);
-    lport = ntohs(l.sin_port);
-    pport = ntohs(p.sin_port);
-    inet_ntop(AF_INET, &p.sin_addr, text, sizeof(text));
-  } else if (peer.ss_family == AF_INET6) {
-    const auto& l = reinterpret_cast<const sockaddr_in6&>(local);
-    const auto& p = reinterpret_cast<const sockaddr_in6&>(peer);
-    lport = ntohs(l.sin6_port);
-    pport = ntohs(p.sin6_port);
-    inet_ntop(AF_INET6, &p.sin6_addr, text, sizeof(text));
-  } else {
-    return false;
-  }
-  return lport == local_port && pport == remote_port && std::strcmp(text, remote_addr) == 0;
-}
-
-}  // namespace
-
-int ConnectionSocket(mg_connection* conn) {
-  const mg_request_info* info = mg_get_request_info(conn);
-  if (info == nullptr) return -1;
-  const auto cached = reinterpret_cast<intptr_t>(mg_get_user_connection_data(conn));
-  if (cached > 0 && IsConnection(static_cast<int>(cached - 1), info->server_port, info->remote_addr,
-                                 info->remote_port)) {
-    return static_cast<int>(cached - 1);
-  }
-  int found = -1;
-  if (DIR* dir = opendir("/proc/self/fd"); dir != nullptr) {
-    while (const dirent* entry = readdir(dir)) {
-      int fd = 0;
-      if (!absl::SimpleAtoi(entry->d_name, &fd) || fd == dirfd(dir)) continue;
-      if (IsConnection(fd, info->server_port, info->remote_addr, info->remote_port)) {
-        found = fd;
-        break;
-      }
-    }
-    closedir(dir);
-  }
-  if (found >= 0) mg_set_user_connection_data(conn, reinterpret_cast<void*>(intptr_t{found} + 1));
-  return found;
 }
 
 bool ClientHungUp(int fd) {

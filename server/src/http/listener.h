@@ -1,7 +1,6 @@
-// What the server's civetweb listeners (the /metrics endpoint, the Open Inference
-// Protocol's HTTP/REST front end) share: parsing HOST:PORT, collecting civetweb's
-// start-up errors, stopping civetweb promptly, and telling whether a connection's client
-// is still there.
+// What the server's HTTP listeners share: parsing HOST:PORT, and telling whether a
+// connection's client is still there (both ports); collecting civetweb's start-up errors
+// and stopping civetweb promptly (the /metrics endpoint, on prometheus-cpp's civetweb).
 #pragma once
 
 #include <cstdint>
@@ -38,15 +37,6 @@ int LogStartMessage(const mg_connection* conn, const char* message);
 
 // Runs `start` with LogStartMessage collecting into `*errors` on this thread.
 void CollectStartErrors(std::string* errors, const std::function<void()>& start);
-
-// The socket of `conn`, a connection of a civetweb listener (civetweb gives no access to
-// it): the socket of this process whose peer is the request's remote address and port
-// and whose local port is the request's server port; -1 when none is. Found once per
-// connection (by a scan of /proc/self/fd, a few syscalls per descriptor), then kept in
-// the connection's user data (and checked against the peer at each later call). Only
-// for connections whose user data nothing else sets. Call from the connection's worker,
-// or while it waits for the caller.
-int ConnectionSocket(mg_connection* conn);
 
 // Whether the client of socket `fd` has hung up (closed or shut down its side; a
 // pipelined next request is no hang-up). Never blocks.

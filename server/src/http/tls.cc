@@ -1,4 +1,4 @@
-// TLS of the civetweb HTTP listeners (see http/tls.h), with OpenSSL 3's API.
+// TLS of the HTTP listeners (see http/tls.h), with OpenSSL 3's API.
 #include "http/tls.h"
 
 #include <openssl/err.h>

@@ -1,8 +1,9 @@
-// TLS for the server's civetweb HTTP listeners (frontends/oip/rest/service.h): the files of gRPC's
-// --tls-cert / --tls-key / --tls-client-ca loaded into the SSL_CTX civetweb hands to its
-// init_ssl callback, so that the REST port serves the same certificate, and requires the
-// same client certificates, as the gRPC port. TLS 1.2 at least. (Debian's civetweb needs
-// the libssl/libcrypto shims of src/http/civetweb_tls to find OpenSSL 3.)
+// TLS for the server's HTTP listeners: the files of gRPC's --tls-cert / --tls-key /
+// --tls-client-ca loaded into an SSL_CTX (the REST port's, http/server.h; the one civetweb
+// hands to the metrics endpoint's init_ssl callback), so that they serve the same
+// certificate, and require the same client certificates, as the gRPC port. TLS 1.2 at
+// least. (Debian's civetweb needs the libssl/libcrypto shims of src/http/civetweb_tls to
+// find OpenSSL 3.)
 #pragma once
 
 #include <string>

@@ -2,8 +2,6 @@
 // body read within the memory budget, bound to its model as the gRPC binding's requests
 // are (frontends/oip/binding.h), run on the pipeline while this worker waits, and
 // answered as JSON (with the binary tensor data extension).
-#include <civetweb.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -21,7 +19,7 @@
 #include "frontends/oip/rest/json.h"
 #include "frontends/oip/rest/respond.h"
 #include "frontends/oip/rest/service.h"
-#include "http/listener.h"
+#include "http/server.h"
 #include "util/clock.h"
 
 namespace myops::server {
@@ -65,7 +63,7 @@ absl::Status AdmitBody(Pipeline* pipeline, int64_t bytes, bool body_held, RestCa
 // Reads `length` bytes of body into `into`, the budget granting them in steps as they
 // arrive (ReadBodyInSteps) into `steps`, counted against `account`; `*http_status` for a
 // failure.
-absl::Status ReadGranted(mg_connection* conn, Pipeline* pipeline, int64_t length, char* into,
+absl::Status ReadGranted(HttpExchange* conn, Pipeline* pipeline, int64_t length, char* into,
                          std::vector<BudgetReservation>* steps,
                          const std::shared_ptr<ClientAccount>& account, int* http_status) {
   int64_t held = 0;
@@ -86,9 +84,9 @@ absl::Status ReadGranted(mg_connection* conn, Pipeline* pipeline, int64_t length
 // over
 // --max-message-bytes (sent or inflated), 415 for another encoding, the budget's refusal,
 // 400 when the client stops sending or the bytes do not inflate: `*http_status` says which.
-absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState* state,
+absl::Status ReceiveBody(HttpExchange* conn, Pipeline* pipeline, RestCallState* state,
                          int* http_status) {
-  const int64_t length = mg_get_request_info(conn)->content_length;
+  const int64_t length = conn->content_length();
   const ServiceLimits& limits = pipeline->limits();
   if (length < 0) {
     *http_status = 411;
@@ -103,12 +101,12 @@ absl::Status ReceiveBody(mg_connection* conn, Pipeline* pipeline, RestCallState*
                      " bytes, more than the largest message this server accepts (",
                      limits.max_message_bytes, " bytes, --max-message-bytes)"));
   }
-  auto encoding = kserve::ContentEncoding(mg_get_header(conn, "Content-Encoding"));
+  auto encoding = kserve::ContentEncoding(conn->header("Content-Encoding"));
   if (!encoding.ok()) {
     *http_status = 415;
     return encoding.status();
   }
-  state->header_length = mg_get_header(conn, "Inference-Header-Content-Length");
+  state->header_length = conn->header("Inference-Header-Content-Length");
   if (*encoding == kserve::Encoding::kIdentity) {
     // A body that with its parse needs more than the whole budget is refused unread.
     if (const int64_t need = length + ParseBytes(length, state);
@@ -186,20 +184,18 @@ absl::Status Bind(Pipeline* pipeline, const OpInfo& op, RestCallState* state) {
 
 // Runs the call; this worker thread waits for the executor (the pool bounds the requests
 // the binding serves). A call whose client has hung up by the time a worker would run it
-// is not run (CANCELLED), as gRPC's cancelled calls are not. The connection's socket is
-// looked for only then, and only for a call that waited (one run within a millisecond of
-// its receipt, as small calls run inline, cannot have lost its client in between): a
-// scan, once per connection (ConnectionSocket), made while this worker waits.
+// is not run (CANCELLED), as gRPC's cancelled calls are not. Checked (a poll of the
+// socket) only for a call that waited: one run within a millisecond of its receipt, as
+// small calls run inline, cannot have lost its client in between.
 absl::Status Run(Pipeline* pipeline, RestCallState* state, Clock::time_point received,
-                 mg_connection* conn, Timing* timing) {
+                 HttpExchange* conn, Timing* timing) {
   absl::Notification done;
   absl::Status status;
   pipeline->ProcessCall(
       state, received, std::chrono::system_clock::time_point::max(),
       [conn, received] {
         if (Clock::now() - received < std::chrono::milliseconds(1)) return false;
-        const int socket = ConnectionSocket(conn);
-        return socket >= 0 && ClientHungUp(socket);
+        return conn->ClientHungUp();
       },
       [&](absl::Status s, const Timing& t) {
         status = std::move(s);
@@ -229,7 +225,7 @@ absl::StatusOr<kserve::RestInferResponse> Answer(Pipeline* pipeline, RestCallSta
 // the binary parts as one body, Inference-Header-Content-Length the JSON's uncompressed
 // size, as Triton answers. The copy and the compressed body are granted by the budget
 // first; refused, the response goes uncompressed.
-void RespondCompressed(mg_connection* conn, Pipeline* pipeline, kserve::Encoding encoding,
+void RespondCompressed(HttpExchange* conn, Pipeline* pipeline, kserve::Encoding encoding,
                        const kserve::RestInferResponse& response,
                        const std::shared_ptr<ClientAccount>& account) {
   const int64_t plain = static_cast<int64_t>(response.json.size()) + response.binary_bytes;
@@ -254,7 +250,7 @@ void RespondCompressed(mg_connection* conn, Pipeline* pipeline, kserve::Encoding
 
 }  // namespace
 
-void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std::string& version,
+void KServeHttp::Infer(HttpExchange* conn, const std::string& model, const std::string& version,
                        const std::string& client) {
   const auto received = Clock::now();
   auto refuse = [&](int http_status, const absl::Status& status) {
@@ -263,9 +259,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   };
   RestCallState state;
   state.client = client;
-  const mg_request_info* info = mg_get_request_info(conn);
-  state.account =
-      pipeline_->AccountOf(client, absl::StrCat(info->remote_addr, ":", info->remote_port));
+  state.account = pipeline_->AccountOf(client, conn->peer());
   int http_status = 0;
   if (absl::Status read = ReceiveBody(conn, pipeline_, &state, &http_status); !read.ok()) {
     return refuse(http_status, read);
@@ -286,8 +280,7 @@ void KServeHttp::Infer(mg_connection* conn, const std::string& model, const std:
   pipeline_->metrics().Record(infer_rpc_, status, timing,
                               static_cast<uint64_t>(state.call.input_bytes));
   if (!status.ok()) return RespondError(conn, status);
-  const kserve::Encoding encoding =
-      kserve::AcceptedEncoding(mg_get_header(conn, "Accept-Encoding"));
+  const kserve::Encoding encoding = kserve::AcceptedEncoding(conn->header("Accept-Encoding"));
   if (encoding != kserve::Encoding::kIdentity) {
     return RespondCompressed(conn, pipeline_, encoding, *response, state.account);
   }

@@ -1,13 +1,12 @@
 // How the HTTP/REST binding answers (respond.h).
 #include "frontends/oip/rest/respond.h"
 
-#include <civetweb.h>
-
 #include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "frontends/oip/rest/json.h"
+#include "http/server.h"
 
 namespace myops::server {
 namespace {
@@ -81,33 +80,38 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
-void Respond(mg_connection* conn, int status, absl::string_view body, const char* content_type,
-             const std::vector<absl::string_view>& tail, int64_t tail_bytes,
-             absl::string_view extra_headers) {
+std::string ResponseText(int status, absl::string_view body, const char* content_type,
+                         int64_t tail_bytes, absl::string_view extra_headers) {
   std::string out =
       absl::StrCat("HTTP/1.1 ", status, " ", Reason(status), "\r\nContent-Type: ", content_type,
                    "\r\nContent-Length: ", static_cast<int64_t>(body.size()) + tail_bytes, "\r\n",
                    extra_headers, "\r\n");
   out.append(body.data(), body.size());
-  mg_write(conn, out.data(), out.size());
+  return out;
+}
+
+void Respond(HttpExchange* conn, int status, absl::string_view body, const char* content_type,
+             const std::vector<absl::string_view>& tail, int64_t tail_bytes,
+             absl::string_view extra_headers) {
+  if (!conn->Write(ResponseText(status, body, content_type, tail_bytes, extra_headers))) return;
   for (absl::string_view part : tail) {
-    if (!part.empty()) mg_write(conn, part.data(), part.size());
+    if (!part.empty() && !conn->Write(part)) return;  // the client left or stalled
   }
 }
 
-void RespondError(mg_connection* conn, int http_status, const absl::Status& status) {
+void RespondError(HttpExchange* conn, int http_status, const absl::Status& status) {
   Respond(conn, http_status, kserve::ErrorJson(status.message()));
 }
 
-void RespondError(mg_connection* conn, const absl::Status& status) {
+void RespondError(HttpExchange* conn, const absl::Status& status) {
   RespondError(conn, HttpStatusOf(status.code()), status);
 }
 
-absl::Status ReadBody(mg_connection* conn, int64_t length, char* into) {
+absl::Status ReadBody(HttpExchange* conn, int64_t length, char* into) {
   return ReadBodyInSteps(conn, length, into, [](int64_t) { return absl::OkStatus(); });
 }
 
-absl::Status ReadBodyInSteps(mg_connection* conn, int64_t length, char* into,
+absl::Status ReadBodyInSteps(HttpExchange* conn, int64_t length, char* into,
                              const std::function<absl::Status(int64_t total)>& grant) {
   constexpr int64_t kFirstStep = 64 << 10;
   int64_t granted = 0;
@@ -116,7 +120,7 @@ absl::Status ReadBodyInSteps(mg_connection* conn, int64_t length, char* into,
       granted = std::min(length, std::max(kFirstStep, 2 * got));
       if (absl::Status s = grant(granted); !s.ok()) return s;
     }
-    const int n = mg_read(conn, into + got, static_cast<size_t>(granted - got));
+    const int64_t n = conn->Read(into + got, granted - got);
     if (n <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("the client sent ", got, " of the body's ", length, " bytes"));

@@ -1,7 +1,5 @@
-// The Open Inference Protocol's HTTP/REST front end on civetweb (see frontends/oip/rest/service.h).
+// The Open Inference Protocol's HTTP/REST front end (see frontends/oip/rest/service.h).
 #include "frontends/oip/rest/service.h"
-
-#include <civetweb.h>
 
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -16,7 +14,7 @@
 #include "frontends/oip/rest/meta.h"
 #include "frontends/oip/rest/respond.h"
 #include "frontends/oip/rest/shm.h"
-#include "http/listener.h"
+#include "http/server.h"
 #include "myops/version.h"
 
 namespace myops::server {
@@ -27,7 +25,7 @@ using Json = nlohmann::json;
 constexpr absl::string_view kModelsPath = "/v2/models/";
 
 // Whether the request's `method` is `wanted`; answers 405 (with Allow) when it is not.
-bool Allowed(mg_connection* conn, absl::string_view wanted, absl::string_view method,
+bool Allowed(HttpExchange* conn, absl::string_view wanted, absl::string_view method,
              const std::string& path) {
   if (method == wanted) return true;
   Respond(conn, 405, kserve::ErrorJson(absl::StrCat(path, " takes ", wanted, ", not ", method)),
@@ -42,86 +40,53 @@ absl::StatusOr<std::unique_ptr<KServeHttp>> KServeHttp::Start(const HttpOptions&
   auto listen = ParseListenAddress(options.address, "HTTP address");
   if (!listen.ok()) return listen.status();
   std::unique_ptr<KServeHttp> http(new KServeHttp(pipeline, std::move(auth)));
-  http->tls_ = options.tls;
-  const bool tls = !options.tls.cert_file.empty();
-  // "s": this port speaks TLS only (no plaintext fallback).
-  const std::string ports = absl::StrCat(listen->host, ":", listen->port, tls ? "s" : "");
-  // No document_root: civetweb serves no files; begin_request answers every request.
-  const std::string threads = std::to_string(kThreads);
-  const std::string queue = std::to_string(kQueuedConnections);
-  // A client that sends no byte of its request, or takes none of its response, for this
-  // long is cut off (civetweb's timeout restarts with each byte): --stall-timeout-ms.
-  const std::string request_timeout = std::to_string(pipeline->limits().stall_timeout_ms);
-  const std::string keep_alive_timeout = std::to_string(kKeepAliveTimeoutMs);
-  const std::string header_bytes = std::to_string(kMaxHeaderBytes);
-  const char* civet_options[] = {"listening_ports",
-                                 ports.c_str(),
-                                 "num_threads",
-                                 threads.c_str(),
-                                 "connection_queue",
-                                 queue.c_str(),
-                                 "listen_backlog",
-                                 queue.c_str(),
-                                 "request_timeout_ms",
-                                 request_timeout.c_str(),
-                                 "keep_alive_timeout_ms",
-                                 keep_alive_timeout.c_str(),
-                                 "enable_keep_alive",
-                                 "yes",
-                                 "tcp_nodelay",
-                                 "1",
-                                 "max_request_size",
-                                 header_bytes.c_str(),
-                                 nullptr};
-  mg_callbacks callbacks{};
-  callbacks.begin_request = BeginRequest;
-  if (tls) callbacks.init_ssl = InitSsl;
-  callbacks.log_message = LogStartMessage;
-  // Requests reach `http` as the context's user data.
-  std::string errors;
-  CollectStartErrors(&errors, [&] {
-    mg_init_library(tls ? MG_FEATURES_TLS : 0);
-    http->context_ = mg_start(&callbacks, http.get(), civet_options);
-  });
-  if (http->context_ == nullptr) {
-    return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", options.address, ": ",
-                                               !http->tls_error_.empty() ? http->tls_error_
-                                               : errors.empty()          ? "civetweb did not start"
-                                                                         : errors));
-  }
-  mg_server_port bound[1];
-  if (mg_get_server_ports(http->context_, 1, bound) != 1 || bound[0].port <= 0) {
-    return absl::InternalError(absl::StrCat("HTTP on ", options.address, ": no port was bound"));
-  }
-  http->port_ = bound[0].port;
-  http->wake_ip_ = LocalAddressOf(listen->host);
+  HttpServerOptions server;
+  server.listen = *listen;
+  server.tls = options.tls;
+  server.workers = kWorkers;
+  server.queued_requests = kQueuedRequests;
+  server.max_connections = options.max_connections;
+  server.max_connections_per_address = options.max_connections_per_address;
+  server.stall_timeout_ms = pipeline->limits().stall_timeout_ms;
+  server.keep_alive_timeout_ms = kKeepAliveTimeoutMs;
+  server.max_head_bytes = kMaxHeadBytes;
+  KServeHttp* self = http.get();
+  auto started = HttpServer::Start(
+      server, [self](HttpExchange& exchange) { self->Serve(&exchange); },
+      [self](const RequestHead& head, std::string* response) {
+        return self->AnswerHealth(head, response);
+      });
+  if (!started.ok()) return started.status();
+  http->server_ = *std::move(started);
   return http;
 }
 
-KServeHttp::~KServeHttp() {
-  if (context_ == nullptr) return;
-  StopListener([this] { mg_stop(context_); }, wake_ip_, port_);
-  mg_exit_library();
+bool KServeHttp::AnswerHealth(const RequestHead& head, std::string* response) const {
+  // Health is open, as grpc.health.v1 is: probes carry no token. A wrong method goes to a
+  // worker, which answers 405.
+  if (head.method != "GET") return false;
+  if (head.path == "/v2/health/live") {
+    *response = ResponseText(200, "{\"live\":true}", "application/json");
+  } else if (head.path == "/v2/health/ready") {
+    *response = ready() ? ResponseText(200, "{\"ready\":true}", "application/json")
+                        : ResponseText(400, kserve::ErrorJson("the server is draining"),
+                                       "application/json");
+  } else {
+    return false;
+  }
+  return true;
 }
 
-int KServeHttp::InitSsl(void* ssl_ctx, void* self) {
-  auto* http = static_cast<KServeHttp*>(self);
-  // 1: the context is set up here (civetweb loads no certificate itself); -1: refuse.
-  return ConfigureHttpTls(ssl_ctx, http->tls_, &http->tls_error_) ? 1 : -1;
-}
-
-int KServeHttp::BeginRequest(mg_connection* conn) {
-  auto* self = static_cast<KServeHttp*>(mg_get_user_data(mg_get_context(conn)));
-  self->Serve(conn);
-  return 1;  // handled
-}
-
-void KServeHttp::Serve(mg_connection* conn) {
-  const mg_request_info* info = mg_get_request_info(conn);
-  const absl::string_view method = info->request_method;
-  const std::string path = info->local_uri_raw != nullptr ? info->local_uri_raw : "";
+void KServeHttp::Serve(HttpExchange* conn) {
+  const absl::string_view method = conn->method();
+  std::string path;
+  if (!DecodePath(conn->path(), &path)) {
+    return RespondError(
+        conn, absl::InvalidArgumentError("the request path holds a malformed percent-escape"));
+  }
   auto only = [&](absl::string_view wanted) { return Allowed(conn, wanted, method, path); };
-  // Health is open, as grpc.health.v1 is: probes carry no token.
+  // Health is open, as grpc.health.v1 is: probes carry no token. (GETs are answered on
+  // the event loop, AnswerHealth; these answer its other methods.)
   if (path == "/v2/health/live") {
     if (only("GET")) Respond(conn, 200, "{\"live\":true}");
     return;
@@ -131,7 +96,7 @@ void KServeHttp::Serve(mg_connection* conn) {
     if (ready()) return Respond(conn, 200, "{\"ready\":true}");
     return Respond(conn, 400, kserve::ErrorJson("the server is draining"));
   }
-  auto client = auth_.TenantOfHeader(mg_get_header(conn, "Authorization"));
+  auto client = auth_.TenantOfHeader(conn->header("Authorization"));
   if (!client.ok()) return RespondError(conn, client.status());
   if (path == "/v2") {
     if (!only("GET")) return;
@@ -161,7 +126,7 @@ void KServeHttp::Serve(mg_connection* conn) {
   ServeModel(conn, method, path, *client);
 }
 
-void KServeHttp::ServeModel(mg_connection* conn, absl::string_view method, const std::string& path,
+void KServeHttp::ServeModel(HttpExchange* conn, absl::string_view method, const std::string& path,
                             const std::string& client) {
   auto only = [&](absl::string_view wanted) { return Allowed(conn, wanted, method, path); };
   // {model}[/versions/{version}][/ready|/config|/stats|/infer]
@@ -209,18 +174,17 @@ void KServeHttp::ServeModel(mg_connection* conn, absl::string_view method, const
   Respond(conn, 200, kserve::MetadataJson(meta).dump());
 }
 
-void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path,
+void KServeHttp::ServeSharedMemory(HttpExchange* conn, const std::string& path,
                                    const std::string& client) {
-  const mg_request_info* info = mg_get_request_info(conn);
   auto endpoint = kserve::ParseSharedMemoryPath(path);
   if (!endpoint.ok()) return RespondError(conn, endpoint.status());
-  if (absl::string_view(info->request_method) != endpoint->method()) {
+  if (conn->method() != endpoint->method()) {
     return Respond(conn, 405,
-                   kserve::ErrorJson(absl::StrCat(path, " takes ", endpoint->method(), ", not ",
-                                                  info->request_method)),
+                   kserve::ErrorJson(
+                       absl::StrCat(path, " takes ", endpoint->method(), ", not ", conn->method())),
                    "application/json", {}, 0, absl::StrCat("Allow: ", endpoint->method(), "\r\n"));
   }
-  const int64_t length = info->content_length;
+  const int64_t length = conn->content_length();
   if (length > kserve::kMaxSharedMemoryBodyBytes) {
     return RespondError(conn, 413,
                         absl::InvalidArgumentError(absl::StrCat(
@@ -237,7 +201,7 @@ void KServeHttp::ServeSharedMemory(mg_connection* conn, const std::string& path,
   Respond(conn, 200, *reply);
 }
 
-bool KServeHttp::ServeExtension(mg_connection* conn, absl::string_view method,
+bool KServeHttp::ServeExtension(HttpExchange* conn, absl::string_view method,
                                 const std::string& path) {
   const std::vector<std::string> parts = absl::StrSplit(path, '/');  // "", "v2", ...
   auto is = [&](std::initializer_list<absl::string_view> want) {
@@ -253,7 +217,7 @@ bool KServeHttp::ServeExtension(mg_connection* conn, absl::string_view method,
   // Bodies of these requests say nothing the answer depends on: read, then dropped, so
   // the connection stays usable.
   auto drain = [&]() -> bool {
-    const int64_t length = mg_get_request_info(conn)->content_length;
+    const int64_t length = conn->content_length();
     if (length > kserve::kMaxSharedMemoryBodyBytes) {
       RespondError(conn, 413,
                    absl::InvalidArgumentError(absl::StrCat("a request body here takes at most ",

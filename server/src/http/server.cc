@@ -1,0 +1,857 @@
+// The REST port's HTTP/1.1 server (http/server.h): the event loop, the workers, and the
+// blocking-with-deadline I/O of an exchange.
+//
+// Ownership: the loop thread owns every HttpConnection (the map `connections`) and is the
+// only one to create, close or free them, and to keep the per-address counts. A connection
+// whose head is whole is taken off the epoll set and queued; from then on one worker uses
+// it, and hands it back through `returned` (an eventfd wakes the loop). A connection is
+// touched by one thread at a time; the queue's mutex orders the hand-overs.
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <linux/sockios.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace myops::server {
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// {"error": what} as a whole response that closes the connection. `what` is ours (no
+// client bytes): nothing in it needs JSON escaping but quotes, which it never holds.
+std::string ErrorResponse(int status, absl::string_view reason, absl::string_view what) {
+  const std::string body = absl::StrCat("{\"error\":\"", what, "\"}");
+  return absl::StrCat("HTTP/1.1 ", status, " ", reason,
+                      "\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                      "Content-Length: ",
+                      body.size(), "\r\n\r\n", body);
+}
+
+absl::string_view ReasonOf(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
+  }
+}
+
+}  // namespace
+
+struct HttpConnection {
+  enum class State { kHandshake, kHead, kInline, kWorker, kLinger };
+
+  int fd = -1;
+  SSL* ssl = nullptr;
+  std::string address;  // the client's IP address
+  std::string peer;     // address:port
+  State state = State::kHead;
+  uint32_t events = 0;   // the epoll events it is registered for; 0: not registered
+  int64_t deadline = 0;  // of the state: handshake, head (from its first byte), idle, write
+  bool head_started = false;
+  std::string in;         // read, not yet used: the head being read, then what followed it
+  size_t scanned = 0;     // of `in`, searched for a head's end
+  std::string head_text;  // the head being served; `head`'s views point into it
+  RequestHead head;
+  std::string out;  // an inline response being written by the loop
+  size_t out_sent = 0;
+  bool close_after_out = false;
+  bool close = false;  // set by a worker: close when handed back
+};
+
+namespace {
+
+// Reads into `into`: the count (> 0), 0 when the client closed or the connection failed,
+// -1 when it would block (`*want_write`: until the socket is writable, for TLS).
+int64_t ReadSome(HttpConnection* c, char* into, size_t n, bool* want_write) {
+  *want_write = false;
+  if (c->ssl == nullptr) {
+    for (;;) {
+      const ssize_t r = recv(c->fd, into, n, 0);
+      if (r >= 0) return r;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : 0;
+    }
+  }
+  ERR_clear_error();
+  const int r = SSL_read(c->ssl, into, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+      return -1;
+    case SSL_ERROR_WANT_WRITE:
+      *want_write = true;
+      return -1;
+    default:
+      return 0;
+  }
+}
+
+// Writes from `from`: the count (> 0), 0 when the connection failed, -1 when it would
+// block (`*want_read`: until the socket is readable, for TLS).
+int64_t WriteSome(HttpConnection* c, const char* from, size_t n, bool* want_read) {
+  *want_read = false;
+  if (c->ssl == nullptr) {
+    for (;;) {
+      const ssize_t r = send(c->fd, from, n, MSG_NOSIGNAL);
+      if (r > 0) return r;
+      if (r < 0 && errno == EINTR) continue;
+      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? -1 : 0;
+    }
+  }
+  ERR_clear_error();
+  const int r = SSL_write(c->ssl, from, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_WANT_WRITE:
+      return -1;
+    case SSL_ERROR_WANT_READ:
+      *want_read = true;
+      return -1;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+struct HttpServerImpl {
+  HttpServerOptions options;
+  HttpServer::Handler handler;
+  HttpServer::InlineHandler inline_handler;
+  SSL_CTX* ssl_ctx = nullptr;
+  int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  std::thread loop;
+  std::vector<std::thread> workers;
+  std::atomic<bool> stopping{false};
+
+  // The loop thread's alone.
+  std::unordered_map<int, std::unique_ptr<HttpConnection>> connections;
+  std::unordered_map<std::string, int> per_address;
+  bool accepting = true;  // false: the listening socket is off the epoll set (no fds left)
+  int64_t next_scan = 0;
+
+  absl::Mutex mu;
+  absl::CondVar work;
+  std::deque<HttpConnection*> queue ABSL_GUARDED_BY(mu);      // heads waiting for a worker
+  std::vector<HttpConnection*> returned ABSL_GUARDED_BY(mu);  // handed back by workers
+  bool workers_stop ABSL_GUARDED_BY(mu) = false;
+  int idle_workers ABSL_GUARDED_BY(mu) = 0;
+
+  ~HttpServerImpl() {
+    if (listen_fd >= 0) close(listen_fd);
+    if (epoll_fd >= 0) close(epoll_fd);
+    if (wake_fd >= 0) close(wake_fd);
+    if (ssl_ctx != nullptr) SSL_CTX_free(ssl_ctx);
+  }
+
+  // What a step of a connection's state machine left it in.
+  enum class Step { kWait, kAgain, kGone };
+
+  void Loop();
+  void Accept();
+  Step Advance(HttpConnection* c);
+  Step Handshake(HttpConnection* c);
+  Step ReadHead(HttpConnection* c);
+  Step Dispatch(HttpConnection* c, size_t head_length);
+  Step StartInline(HttpConnection* c, std::string response, bool close_after);
+  Step Flush(HttpConnection* c);
+  void Idle(HttpConnection* c);
+  void Watch(HttpConnection* c, uint32_t events);
+  void Close(HttpConnection* c);
+  void Linger(HttpConnection* c);
+  Step Drain(HttpConnection* c);
+  void TakeReturned();
+  void Scan(int64_t now);
+  void Work();
+  bool NextHeadSoon(HttpConnection* c);
+  void Serve(HttpConnection* c);
+  void HandBack(HttpConnection* c);
+};
+
+void HttpServerImpl::Watch(HttpConnection* c, uint32_t events) {
+  if (c->events == events) return;
+  epoll_event e{};
+  e.events = events;
+  e.data.fd = c->fd;
+  if (events == 0) {
+    epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, &e);
+  } else {
+    epoll_ctl(epoll_fd, c->events == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, c->fd, &e);
+  }
+  c->events = events;
+}
+
+void HttpServerImpl::Close(HttpConnection* c) {
+  if (c->ssl != nullptr) SSL_free(c->ssl);
+  close(c->fd);  // also takes it off the epoll set
+  if (auto it = per_address.find(c->address); it != per_address.end() && --it->second <= 0) {
+    per_address.erase(it);
+  }
+  connections.erase(c->fd);  // frees c
+}
+
+// A close after a response while the client may still be sending (a refused body, a head
+// too large): closing with unread bytes would reset the connection, and the client could
+// lose the response. So the sending side is shut, and what still comes is read and
+// dropped for a while (at most kLingerMs, kLingerBytes) before the close.
+void HttpServerImpl::Linger(HttpConnection* c) {
+  constexpr int64_t kLingerMs = 2000;
+  if (c->ssl != nullptr) SSL_shutdown(c->ssl);  // close_notify, once (non-blocking)
+  shutdown(c->fd, SHUT_WR);
+  c->state = HttpConnection::State::kLinger;
+  c->in.clear();
+  c->out_sent = 0;  // counts the bytes dropped
+  c->deadline = NowMs() + std::min(kLingerMs, options.stall_timeout_ms);
+  Watch(c, EPOLLIN);
+}
+
+HttpServerImpl::Step HttpServerImpl::Drain(HttpConnection* c) {
+  constexpr size_t kLingerBytes = 1 << 20;
+  char buffer[16 << 10];
+  for (;;) {
+    const ssize_t n = recv(c->fd, buffer, sizeof(buffer), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Step::kWait;
+    if (n <= 0 || (c->out_sent += static_cast<size_t>(n)) > kLingerBytes) {
+      Close(c);
+      return Step::kGone;
+    }
+  }
+}
+
+void HttpServerImpl::Accept() {
+  for (;;) {
+    sockaddr_storage sa{};
+    socklen_t size = sizeof(sa);
+    const int fd =
+        accept4(listen_fd, reinterpret_cast<sockaddr*>(&sa), &size, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // No descriptor for it: stop accepting until the next scan rather than spin.
+        epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+        accepting = false;
+      }
+      return;
+    }
+    char text[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa.ss_family == AF_INET) {
+      const auto& in4 = reinterpret_cast<const sockaddr_in&>(sa);
+      inet_ntop(AF_INET, &in4.sin_addr, text, sizeof(text));
+      port = ntohs(in4.sin_port);
+    } else if (sa.ss_family == AF_INET6) {
+      const auto& in6 = reinterpret_cast<const sockaddr_in6&>(sa);
+      inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+      port = ntohs(in6.sin6_port);
+    }
+    const auto same_address = per_address.find(text);
+    const int from_address = same_address == per_address.end() ? 0 : same_address->second;
+    if (static_cast<int64_t>(connections.size()) >= options.max_connections ||
+        (options.max_connections_per_address > 0 &&
+         from_address >= options.max_connections_per_address)) {
+      if (ssl_ctx == nullptr) {
+        const std::string busy = ErrorResponse(
+            503, ReasonOf(503),
+            from_address >= options.max_connections_per_address &&
+                    options.max_connections_per_address > 0
+                ? "too many connections from this address (--http-max-connections-per-address)"
+                : "too many connections (--http-max-connections)");
+        [[maybe_unused]] ssize_t sent = send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
+      }
+      close(fd);
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    auto owned = std::make_unique<HttpConnection>();
+    HttpConnection* c = owned.get();
+    c->fd = fd;
+    c->address = text;
+    c->peer = absl::StrCat(text, ":", port);
+    if (ssl_ctx != nullptr) {
+      c->ssl = SSL_new(ssl_ctx);
+      if (c->ssl == nullptr) {
+        close(fd);
+        continue;
+      }
+      SSL_set_fd(c->ssl, fd);
+      SSL_set_accept_state(c->ssl);
+      c->state = HttpConnection::State::kHandshake;
+      c->deadline = NowMs() + options.stall_timeout_ms;
+    } else {
+      c->state = HttpConnection::State::kHead;
+      c->deadline = NowMs() + options.keep_alive_timeout_ms;
+    }
+    ++per_address[c->address];
+    connections.emplace(fd, std::move(owned));
+    Watch(c, EPOLLIN);
+  }
+}
+
+HttpServerImpl::Step HttpServerImpl::Advance(HttpConnection* c) {
+  for (;;) {
+    Step step = Step::kWait;
+    switch (c->state) {
+      case HttpConnection::State::kHandshake:
+        step = Handshake(c);
+        break;
+      case HttpConnection::State::kHead:
+        step = ReadHead(c);
+        break;
+      case HttpConnection::State::kInline:
+        step = Flush(c);
+        break;
+      case HttpConnection::State::kLinger:
+        step = Drain(c);
+        break;
+      case HttpConnection::State::kWorker:
+        return Step::kWait;
+    }
+    if (step != Step::kAgain) return step;
+  }
+}
+
+HttpServerImpl::Step HttpServerImpl::Handshake(HttpConnection* c) {
+  ERR_clear_error();
+  const int r = SSL_do_handshake(c->ssl);
+  if (r == 1) {
+    Idle(c);
+    return Step::kAgain;
+  }
+  switch (SSL_get_error(c->ssl, r)) {
+    case SSL_ERROR_WANT_READ:
+      Watch(c, EPOLLIN);
+      return Step::kWait;
+    case SSL_ERROR_WANT_WRITE:
+      Watch(c, EPOLLOUT);
+      return Step::kWait;
+    default:
+      Close(c);
+      return Step::kGone;
+  }
+}
+
+// Between requests: waiting for a head, whose deadline starts with its first byte.
+void HttpServerImpl::Idle(HttpConnection* c) {
+  c->state = HttpConnection::State::kHead;
+  c->scanned = 0;
+  c->head_started = !c->in.empty();
+  c->deadline =
+      NowMs() + (c->head_started ? options.stall_timeout_ms : options.keep_alive_timeout_ms);
+  Watch(c, EPOLLIN);
+}
+
+HttpServerImpl::Step HttpServerImpl::ReadHead(HttpConnection* c) {
+  char buffer[16 << 10];
+  for (;;) {
+    if (const size_t length = RequestHeadLength(c->in, c->scanned)) return Dispatch(c, length);
+    c->scanned = c->in.size();
+    if (c->in.size() >= options.max_head_bytes) {
+      return StartInline(c,
+                         ErrorResponse(431, ReasonOf(431),
+                                       absl::StrCat("the request head is larger than ",
+                                                    options.max_head_bytes, " bytes")),
+                         true);
+    }
+    bool want_write = false;
+    const int64_t n = ReadSome(
+        c, buffer, std::min(sizeof(buffer), options.max_head_bytes - c->in.size()), &want_write);
+    if (n == 0) {
+      Close(c);
+      return Step::kGone;
+    }
+    if (n < 0) {
+      Watch(c, want_write ? EPOLLOUT : EPOLLIN);
+      return Step::kWait;
+    }
+    if (!c->head_started) {
+      c->head_started = true;
+      c->deadline = NowMs() + options.stall_timeout_ms;
+    }
+    c->in.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+// Each header value of c->head ends NUL-terminated in c->head_text (the byte after a value
+// is a space, tab, CR or LF).
+void TerminateValues(HttpConnection* c) {
+  for (const HttpHeader& h : c->head.headers) {
+    c->head_text[static_cast<size_t>(h.value.data() - c->head_text.data()) + h.value.size()] = '\0';
+  }
+}
+
+HttpServerImpl::Step HttpServerImpl::Dispatch(HttpConnection* c, size_t head_length) {
+  c->head_text.assign(c->in, 0, head_length);
+  c->in.erase(0, head_length);
+  const char* why = "";
+  const HeadError error = ParseRequestHead(c->head_text, &c->head, &why);
+  if (error != HeadError::kNone) {
+    const int status = HttpStatusOfHeadError(error);
+    return StartInline(c, ErrorResponse(status, ReasonOf(status), why), true);
+  }
+  TerminateValues(c);
+  std::string response;
+  if (inline_handler && c->head.content_length <= 0 && !c->head.chunked &&
+      inline_handler(c->head, &response)) {
+    return StartInline(c, std::move(response), !c->head.keep_alive);
+  }
+  {
+    absl::MutexLock lock(&mu);
+    if (static_cast<int64_t>(queue.size()) < options.queued_requests) {
+      Watch(c, 0);
+      c->state = HttpConnection::State::kWorker;
+      queue.push_back(c);
+      work.Signal();
+      return Step::kWait;
+    }
+  }
+  return StartInline(
+      c, ErrorResponse(503, ReasonOf(503), "every worker is busy and the queue is full"), true);
+}
+
+HttpServerImpl::Step HttpServerImpl::StartInline(HttpConnection* c, std::string response,
+                                                 bool close_after) {
+  c->state = HttpConnection::State::kInline;
+  c->out = std::move(response);
+  c->out_sent = 0;
+  c->close_after_out = close_after;
+  c->deadline = NowMs() + options.stall_timeout_ms;
+  return Step::kAgain;
+}
+
+HttpServerImpl::Step HttpServerImpl::Flush(HttpConnection* c) {
+  while (c->out_sent < c->out.size()) {
+    bool want_read = false;
+    const int64_t n =
+        WriteSome(c, c->out.data() + c->out_sent, c->out.size() - c->out_sent, &want_read);
+    if (n == 0) {
+      Close(c);
+      return Step::kGone;
+    }
+    if (n < 0) {
+      Watch(c, want_read ? EPOLLIN : EPOLLOUT);
+      return Step::kWait;
+    }
+    c->out_sent += static_cast<size_t>(n);
+  }
+  c->out.clear();
+  if (c->close_after_out) {
+    Linger(c);
+    return Step::kAgain;
+  }
+  Idle(c);
+  return Step::kAgain;
+}
+
+void HttpServerImpl::HandBack(HttpConnection* c) {
+  {
+    absl::MutexLock lock(&mu);
+    returned.push_back(c);
+  }
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = write(wake_fd, &one, sizeof(one));
+}
+
+void HttpServerImpl::TakeReturned() {
+  uint64_t count = 0;
+  [[maybe_unused]] ssize_t got = read(wake_fd, &count, sizeof(count));
+  std::vector<HttpConnection*> back;
+  {
+    absl::MutexLock lock(&mu);
+    back.swap(returned);
+  }
+  for (HttpConnection* c : back) {
+    if (stopping.load(std::memory_order_acquire)) {
+      Close(c);
+      continue;
+    }
+    if (c->close) {
+      Linger(c);
+      Advance(c);
+      continue;
+    }
+    Idle(c);
+    Advance(c);  // a pipelined head may be whole already; TLS may hold decrypted bytes
+  }
+}
+
+void HttpServerImpl::Scan(int64_t now) {
+  if (!accepting && !stopping.load(std::memory_order_acquire)) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = listen_fd;
+    accepting = epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &e) == 0;
+  }
+  std::vector<HttpConnection*> late;
+  for (auto& [fd, c] : connections) {
+    if (c->state != HttpConnection::State::kWorker && now >= c->deadline) late.push_back(c.get());
+  }
+  for (HttpConnection* c : late) {
+    if (c->state == HttpConnection::State::kHead && c->head_started && c->ssl == nullptr) {
+      const std::string timeout = ErrorResponse(
+          408, ReasonOf(408), "the request head did not arrive in time (--stall-timeout-ms)");
+      [[maybe_unused]] ssize_t sent =
+          send(c->fd, timeout.data(), timeout.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    Close(c);
+  }
+}
+
+void HttpServerImpl::Loop() {
+  epoll_event events[64];
+  bool stopped = false;
+  for (;;) {
+    const int n = epoll_wait(epoll_fd, events, 64, 100);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == listen_fd) {
+        if (accepting) Accept();
+      } else if (fd == wake_fd) {
+        TakeReturned();
+      } else if (auto it = connections.find(fd); it != connections.end()) {
+        Advance(it->second.get());
+      }
+    }
+    const int64_t now = NowMs();
+    if (!stopped && stopping.load(std::memory_order_acquire)) {
+      stopped = true;
+      epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+      close(listen_fd);
+      listen_fd = -1;
+      accepting = true;  // nothing to re-add
+      std::vector<HttpConnection*> idle;
+      for (auto& [fd, c] : connections) {
+        if (c->state != HttpConnection::State::kWorker) idle.push_back(c.get());
+      }
+      for (HttpConnection* c : idle) Close(c);
+      absl::MutexLock lock(&mu);
+      workers_stop = true;
+      work.SignalAll();
+    }
+    if (stopped && connections.empty()) return;
+    if (now >= next_scan) {
+      next_scan = now + 100;
+      Scan(now);
+    }
+  }
+}
+
+void HttpServerImpl::Work() {
+  for (;;) {
+    HttpConnection* c = nullptr;
+    bool serve = false;
+    {
+      absl::MutexLock lock(&mu);
+      ++idle_workers;
+      while (queue.empty() && !workers_stop) work.Wait(&mu);
+      --idle_workers;
+      if (queue.empty()) return;
+      c = queue.front();
+      queue.pop_front();
+      serve = !workers_stop;
+    }
+    if (serve) {
+      do {
+        Serve(c);
+      } while (!c->close && NextHeadSoon(c));
+    } else {
+      c->close = true;  // queued when the server stopped: closed unserved
+    }
+    HandBack(c);
+  }
+}
+
+// A keep-alive client usually sends its next request right after the response: waiting
+// for it here for up to kStickyMs saves the two hand-overs (worker to loop to worker) that
+// would otherwise cost more than a small request itself. Only while another worker is
+// idle and no head waits, and only for a head that arrives whole at once; anything else
+// (part of a head, a head the loop answers itself, a malformed one) goes back to the loop.
+bool HttpServerImpl::NextHeadSoon(HttpConnection* c) {
+  constexpr int kStickyMs = 2;
+  {
+    absl::MutexLock lock(&mu);
+    if (workers_stop || !queue.empty() || idle_workers == 0) return false;
+  }
+  if (RequestHeadLength(c->in) == 0 && c->in.size() < options.max_head_bytes) {
+    if (c->ssl == nullptr || SSL_has_pending(c->ssl) == 0) {
+      pollfd p{c->fd, POLLIN, 0};
+      if (poll(&p, 1, kStickyMs) != 1 || (p.revents & POLLIN) == 0) return false;
+    }
+    char buffer[16 << 10];
+    bool want_write = false;
+    const int64_t n = ReadSome(
+        c, buffer, std::min(sizeof(buffer), options.max_head_bytes - c->in.size()), &want_write);
+    if (n <= 0) return false;  // the loop sees the close, or waits for the rest
+    c->in.append(buffer, static_cast<size_t>(n));
+  }
+  const size_t length = RequestHeadLength(c->in);
+  if (length == 0) return false;
+  // Parsed in place; on a refusal `in` still holds the head, which the loop parses again.
+  c->head_text.assign(c->in, 0, length);
+  std::string unused;
+  if (ParseRequestHead(c->head_text, &c->head) != HeadError::kNone ||
+      (inline_handler && c->head.content_length <= 0 && !c->head.chunked &&
+       inline_handler(c->head, &unused))) {
+    return false;
+  }
+  c->in.erase(0, length);
+  TerminateValues(c);
+  return true;
+}
+
+void HttpServerImpl::Serve(HttpConnection* c) {
+  HttpExchange exchange(this, c);
+  handler(exchange);
+  bool close = exchange.failed_ || exchange.read_failed_ || !c->head.keep_alive || c->head.chunked;
+  if (!close && exchange.body_left_ > 0) {
+    // A body the handler left unread: read and dropped when small and on its way (no
+    // 100 Continue still owed), so the connection stays usable; else the connection closes.
+    constexpr int64_t kDrainBytes = 64 << 10;
+    close =
+        exchange.body_left_ > kDrainBytes || (c->head.expect_continue && !exchange.continue_sent_);
+    char buffer[16 << 10];
+    while (!close && exchange.body_left_ > 0) {
+      close = exchange.Read(buffer, sizeof(buffer)) <= 0;
+    }
+  }
+  c->close = close;
+}
+
+HttpExchange::HttpExchange(const HttpServerImpl* server, HttpConnection* connection)
+    : server_(server),
+      connection_(connection),
+      body_left_(connection->head.chunked ? 0
+                                          : std::max<int64_t>(connection->head.content_length, 0)) {
+}
+
+const RequestHead& HttpExchange::head() const { return connection_->head; }
+
+const char* HttpExchange::header(absl::string_view name) const {
+  const HttpHeader* h = connection_->head.Find(name);
+  return h == nullptr ? nullptr : h->value.data();
+}
+
+const std::string& HttpExchange::peer() const { return connection_->peer; }
+const std::string& HttpExchange::address() const { return connection_->address; }
+
+bool HttpExchange::Await(bool write, int64_t deadline_ms) const {
+  for (;;) {
+    const int64_t left = deadline_ms - NowMs();
+    if (left <= 0) return false;
+    pollfd p{connection_->fd, static_cast<int16_t>(write ? POLLOUT : POLLIN), 0};
+    const int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, INT_MAX)));
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return false;
+  }
+}
+
+int64_t HttpExchange::Read(char* into, int64_t n) {
+  if (read_failed_ || failed_ || body_left_ <= 0 || n <= 0) return 0;
+  const HttpServerOptions& options = server_->options;
+  HttpConnection* c = connection_;
+  if (read_deadline_ms_ == 0) read_deadline_ms_ = NowMs() + options.stall_timeout_ms;
+  if (c->head.expect_continue && !continue_sent_) {
+    continue_sent_ = true;
+    constexpr absl::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    for (size_t sent = 0; sent < kContinue.size();) {
+      bool want_read = false;
+      const int64_t w = WriteSome(c, kContinue.data() + sent, kContinue.size() - sent, &want_read);
+      if (w > 0) {
+        sent += static_cast<size_t>(w);
+      } else if (w == 0 || !Await(!want_read, read_deadline_ms_)) {
+        failed_ = true;
+        return 0;
+      }
+    }
+  }
+  n = std::min(n, body_left_);
+  int64_t got = 0;
+  if (!c->in.empty()) {
+    got = std::min<int64_t>(n, static_cast<int64_t>(c->in.size()));
+    std::memcpy(into, c->in.data(), static_cast<size_t>(got));
+    c->in.erase(0, static_cast<size_t>(got));
+  } else {
+    for (;;) {
+      bool want_write = false;
+      got = ReadSome(c, into, static_cast<size_t>(n), &want_write);
+      if (got > 0) break;
+      if (got == 0 || !Await(want_write, read_deadline_ms_)) {
+        read_failed_ = true;  // the response may still be written
+        return 0;
+      }
+    }
+  }
+  body_left_ -= got;
+  if ((read_moved_ += got) >= options.progress_bytes) {
+    read_moved_ = 0;
+    read_deadline_ms_ = NowMs() + options.stall_timeout_ms;
+  }
+  return got;
+}
+
+bool HttpExchange::Write(absl::string_view bytes) {
+  if (failed_) return false;
+  const HttpServerOptions& options = server_->options;
+  if (!writing_) {
+    writing_ = true;
+    write_deadline_ms_ = NowMs() + options.stall_timeout_ms;
+  }
+  for (size_t sent = 0; sent < bytes.size();) {
+    bool want_read = false;
+    const int64_t w = WriteSome(connection_, bytes.data() + sent, bytes.size() - sent, &want_read);
+    if (w > 0) {
+      sent += static_cast<size_t>(w);
+      written_ += w;
+      continue;
+    }
+    if (w == 0) {
+      failed_ = true;
+      return false;
+    }
+    // Progress is what the client takes: the bytes that left the socket's send queue (a
+    // large queue drains a long while before the socket reads as writable again).
+    while (!Await(!want_read, write_deadline_ms_)) {
+      int queued = 0;
+      const int64_t taken =
+          ioctl(connection_->fd, SIOCOUTQ, &queued) == 0 ? written_ - queued : written_;
+      if (taken - window_taken_ < options.progress_bytes) {
+        failed_ = true;
+        return false;
+      }
+      window_taken_ = taken;
+      write_deadline_ms_ = NowMs() + options.stall_timeout_ms;
+    }
+  }
+  return true;
+}
+
+bool HttpExchange::ClientHungUp() const { return myops::server::ClientHungUp(connection_->fd); }
+
+HttpServer::HttpServer(std::unique_ptr<HttpServerImpl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                              Handler handler,
+                                                              InlineHandler inline_handler) {
+  auto impl = std::make_unique<HttpServerImpl>();
+  impl->options = options;
+  impl->handler = std::move(handler);
+  impl->inline_handler = std::move(inline_handler);
+  const std::string where = absl::StrCat(options.listen.host, ":", options.listen.port);
+  if (!options.tls.cert_file.empty()) {
+    // OpenSSL writes to the socket with write(2): a client gone must not kill the process.
+    std::signal(SIGPIPE, SIG_IGN);
+    impl->ssl_ctx = SSL_CTX_new(TLS_server_method());
+    std::string error;
+    if (impl->ssl_ctx == nullptr || !ConfigureHttpTls(impl->ssl_ctx, options.tls, &error)) {
+      return absl::UnavailableError(absl::StrCat("cannot serve HTTPS on ", where, ": ", error));
+    }
+    SSL_CTX_set_mode(impl->ssl_ctx,
+                     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port_text = std::to_string(options.listen.port);
+  if (const int e = getaddrinfo(options.listen.host.empty() ? nullptr : options.listen.host.c_str(),
+                                port_text.c_str(), &hints, &found);
+      e != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", where, ": ", gai_strerror(e)));
+  }
+  std::string error = "no address";
+  for (addrinfo* a = found; a != nullptr && impl->listen_fd < 0; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
+      impl->listen_fd = fd;
+    } else {
+      error = std::strerror(errno);
+      close(fd);
+    }
+  }
+  freeaddrinfo(found);
+  if (impl->listen_fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", where, ": ", error));
+  }
+  sockaddr_storage bound{};
+  socklen_t size = sizeof(bound);
+  getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&bound), &size);
+  const int port =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(bound).sin6_port
+                                        : reinterpret_cast<const sockaddr_in&>(bound).sin_port);
+  impl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  impl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (impl->epoll_fd < 0 || impl->wake_fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", where, ": ", std::strerror(errno)));
+  }
+  for (int fd : {impl->listen_fd, impl->wake_fd}) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.fd = fd;
+    epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, fd, &e);
+  }
+  std::unique_ptr<HttpServer> server(new HttpServer(std::move(impl)));
+  server->port_ = port;
+  HttpServerImpl* started = server->impl_.get();
+  started->loop = std::thread([started] { started->Loop(); });
+  for (int i = 0; i < options.workers; ++i) {
+    started->workers.emplace_back([started] { started->Work(); });
+  }
+  return server;
+}
+
+HttpServer::~HttpServer() {
+  impl_->stopping.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t written = write(impl_->wake_fd, &one, sizeof(one));
+  impl_->loop.join();
+  for (std::thread& t : impl_->workers) t.join();
+}
+
+}  // namespace myops::server
