@@ -13,8 +13,8 @@
 //    kMaxHeaders headers; content_length >= -1; chunked implies !keep_alive and no
 //    Content-Length; Expect: 100-continue only in HTTP/1.1.
 //  - A resumed search (RequestHeadLength with `searched`) finds what one search finds.
-//  - DecodePath (on the parsed path, or the input): never longer, no NUL, a path without
-//    '%' unchanged and never refused.
+//  - DecodePath (on an accepted head's path): never longer, no NUL, a path without '%'
+//    unchanged and never refused.
 //  - Line endings: the head with every CRLF turned into LF measures as one whole head and
 //    parses to the same result (error kind, method, target, path, version, headers,
 //    content_length, chunked, keep_alive, expect_continue). Only heads without "\r\r\n":
@@ -184,7 +184,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(n != 0 ? input.substr(0, n) : input);
   s::RequestHead h;
   const s::HeadError e = ParseChecked(bytes, &h);
-  CheckDecodedPath(e == s::HeadError::kNone ? h.path : input);
+  if (e == s::HeadError::kNone) CheckDecodedPath(h.path);
   if (n == 0 || absl::StrContains(bytes, "\r\r\n")) return 0;
 
   const std::string lf = absl::StrReplaceAll(bytes, {{"\r\n", "\n"}});

@@ -46,6 +46,17 @@ void BudgetReservation::Reset() {
   account_.reset();
 }
 
+void BudgetReservation::Keep() {
+  budget_ = nullptr;
+  bytes_ = 0;
+  account_.reset();
+}
+
+void MemoryBudget::Give(int64_t bytes, ClientAccount* account) {
+  Release(bytes);
+  if (account != nullptr) account->held_.fetch_sub(bytes, std::memory_order_acq_rel);
+}
+
 namespace {
 
 // Adds `bytes` to `held` unless that passes `limit`.

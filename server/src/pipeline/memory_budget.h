@@ -47,6 +47,9 @@ class BudgetReservation {
 
   int64_t bytes() const { return bytes_; }
   void Reset();
+  // Forgets its bytes without releasing them: they stay held until MemoryBudget::Give
+  // returns them (memory whose owner is not a reservation: pipeline.cc's call charge).
+  void Keep();
 
  private:
   friend class MemoryBudget;
@@ -69,6 +72,9 @@ class MemoryBudget {
 
   int64_t limit() const { return limit_; }
   int64_t held() const { return held_.load(std::memory_order_relaxed); }
+  // Returns `bytes` a kept reservation held (BudgetReservation::Keep), to the budget and
+  // to `account` (null: none; the account it was reserved with).
+  void Give(int64_t bytes, ClientAccount* account);
 
  private:
   friend class BudgetReservation;

@@ -156,6 +156,21 @@ std::shared_ptr<ClientAccount> Pipeline::AccountOf(const std::string& tenant,
   return account;
 }
 
+absl::Status CallCharge::Take(int64_t bytes) {
+  BudgetReservation reserved;
+  if (absl::Status s = pipeline_->ReserveWorkingMemory(bytes, &reserved, account_); !s.ok()) {
+    return s;
+  }
+  reserved.Keep();  // returned by Give when the memory is freed
+  held_.fetch_add(bytes, std::memory_order_acq_rel);
+  return absl::OkStatus();
+}
+
+void CallCharge::Give(int64_t bytes) {
+  held_.fetch_sub(bytes, std::memory_order_acq_rel);
+  pipeline_->budget().Give(bytes, account_.get());
+}
+
 absl::Status Pipeline::ReserveWorkingMemory(int64_t need, BudgetReservation* out,
                                             const std::shared_ptr<ClientAccount>& account) {
   if (budget_.TryReserve(need, out, account)) return absl::OkStatus();
@@ -239,11 +254,10 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
     job.deadline = std::min(job.deadline, received + timeout);
   }
   job.is_cancelled = std::move(is_cancelled);
-  // Result 0 is budgeted before the op allocates it where the runtime can tell its size
-  // first: an op asked for more than the budget grants fails without allocating it.
-  state->call.grant_result = [this, state](int64_t bytes) {
-    return ReserveWorkingMemory(bytes, &state->result_grant, state->account);
-  };
+  // What the op allocates is budgeted before it is taken: an op that asks for more than
+  // the budget (or the client's share) grants fails without allocating it.
+  state->charge = std::make_shared<CallCharge>(this, state->account);
+  state->call.memory = state->charge;
   const int64_t decode_ns = Nanos(Clock::now() - start);
   executor_->Submit(std::move(job), [this, state, start, decode_ns, &op, done = std::move(done)](
                                         absl::Status status, const JobTiming& t) {
@@ -256,7 +270,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
             absl::StrCat("the results of ", op.QualifiedName(), " take ", result_bytes,
                          " bytes, more than the largest message this server sends (",
                          limits_.max_message_bytes, " bytes, --max-message-bytes)"));
-      } else if (const int64_t rest = result_bytes - state->result_grant.bytes(); rest > 0) {
+      } else if (const int64_t rest = result_bytes - state->charge->held(); rest > 0) {
         status = ReserveWorkingMemory(rest, &state->result_reservation, state->account);
       }
       if (!status.ok()) {

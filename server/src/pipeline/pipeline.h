@@ -30,6 +30,9 @@
 
 namespace myops::server {
 
+class CallCharge;
+class Pipeline;
+
 struct ServiceLimits {
   TensorLimits tensor;
   int64_t max_message_bytes = int64_t{256} << 20;
@@ -89,8 +92,9 @@ struct CallState {
   std::vector<NamedValue> args;
   OpCall call;
   BudgetReservation request_reservation;
-  BudgetReservation result_grant;        // result 0, granted before the op ran (grant_result)
-  BudgetReservation result_reservation;  // the results beyond result_grant, once they exist
+  // What the op allocated on the CPU (OpCall::memory), held until that memory is freed.
+  std::shared_ptr<CallCharge> charge;
+  BudgetReservation result_reservation;  // the results beyond `charge`'s, once they exist
   int64_t received_bytes = 0;
   // The front end's own limit on the request, from its receipt (KServe's "timeout"
   // parameter), on top of the RPC's deadline; 0: none.
@@ -106,6 +110,23 @@ struct CallState {
 
 // Thread-safe; borrows `executor` and `shared_memory`, which must outlive it and every
 // front end using it. Whatever serves metrics() must stop before it is destroyed.
+// A call's OpCall::memory: each allocation its op makes on the CPU is reserved from the
+// budget (and the call's account) while that memory lives. Thread-safe.
+class CallCharge final : public MemoryCharge {
+ public:
+  CallCharge(Pipeline* pipeline, std::shared_ptr<ClientAccount> account)
+      : pipeline_(pipeline), account_(std::move(account)) {}
+  absl::Status Take(int64_t bytes) override;
+  void Give(int64_t bytes) override;
+  // The bytes of its allocations still alive.
+  int64_t held() const { return held_.load(std::memory_order_acquire); }
+
+ private:
+  Pipeline* const pipeline_;  // outlives every charge (as the budget its reservations)
+  const std::shared_ptr<ClientAccount> account_;
+  std::atomic<int64_t> held_{0};
+};
+
 class Pipeline {
  public:
   // `shared_memory`: the registered regions requests may name; null when the server does
@@ -169,6 +190,7 @@ class Pipeline {
   const Metrics& metrics() const { return metrics_; }
   int64_t inflight() const { return inflight_.current(); }
   const MemoryBudget& budget() const { return budget_; }
+  MemoryBudget& budget() { return budget_; }
 
   // Per-model statistics (one model per op of the registry, by index), recorded for every
   // front end; thread-safe.

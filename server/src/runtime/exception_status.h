@@ -19,7 +19,7 @@ namespace myops::server {
 absl::Status StatusFromException(std::exception_ptr e, bool operator_call = false);
 
 // A status an operator call ends with, thrown from the runtime's own code inside the
-// call (OpCall::grant_result's refusal); StatusFromException returns it as it is.
+// call (an OpCall::memory refusal); StatusFromException returns it as it is.
 class CallRefused : public std::exception {
  public:
   explicit CallRefused(absl::Status status) : status_(std::move(status)) {}

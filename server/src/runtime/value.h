@@ -57,6 +57,17 @@ struct Value {
   }
 };
 
+// Memory an operator call's op allocates on the CPU while it runs, charged to the call.
+// Thread-safe: Give may come from any thread, after the call too (results outlive it).
+class MemoryCharge {
+ public:
+  virtual ~MemoryCharge() = default;
+  // Before an allocation of `bytes`: a refusal fails it before the memory is taken.
+  virtual absl::Status Take(int64_t bytes) = 0;
+  // When memory Take granted is freed.
+  virtual void Give(int64_t bytes) = 0;
+};
+
 // A call's argument as a front end received it: positional when `name` is empty.
 struct NamedValue {
   std::string name;
@@ -102,12 +113,11 @@ struct OpCall {
     std::function<void*(const Layout& layout, int64_t bytes)> allocate;
   };
   OutputBuffer result_buffer;
-  // Asked, on the running thread, to grant result 0's bytes before the op runs, when the
-  // runtime can tell its layout first (a pointwise op's from its tensor argument, others'
-  // from their Meta kernel) and it is not computed into result_buffer. A refusal ends the
-  // call with that status before the result is allocated. Null: not asked (the front end
-  // budgets the results once they exist).
-  std::function<absl::Status(int64_t bytes)> grant_result;
+  // What the op allocates on the CPU while it runs is charged here (runtime/torch/
+  // charged_allocator.h): an allocation the charge refuses ends the call with its status
+  // before the memory is taken. Null: not charged (the front end budgets the results once
+  // they exist).
+  std::shared_ptr<MemoryCharge> memory;
 };
 
 }  // namespace myops::server

@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -362,52 +364,59 @@ TEST(RunBoxedAllocateTest, TheResultDtypeIsToldOncePerArgumentDtype) {
 }
 
 // Pointwise ops (at::Tag::pointwise) are listed so: hosts may batch them along dimension 0.
-// OpCall::grant_result is asked for result 0's bytes before an op allocates it: for a
-// pointwise op from its argument, for others from the Meta kernel, at any size; its
+// OpCall::memory is charged what the op allocates on the CPU, before the memory is
+// taken, and given it back when that memory is freed (results too, after the call); its
 // refusal ends the call (CallRefused, the status as it is) with no result made.
-TEST(RunBoxedGrantTest, ResultsAreGrantedBeforeTheOpRuns) {
+class CountingCharge final : public MemoryCharge {
+ public:
+  explicit CountingCharge(int64_t limit) : limit_(limit) {}
+  absl::Status Take(int64_t bytes) override {
+    if (held + bytes > limit_) {
+      return absl::ResourceExhaustedError(absl::StrCat("no room for ", bytes, " bytes"));
+    }
+    held += bytes;
+    taken += bytes;
+    return absl::OkStatus();
+  }
+  void Give(int64_t bytes) override { held -= bytes; }
+  std::atomic<int64_t> held{0}, taken{0};
+
+ private:
+  const int64_t limit_;
+};
+
+TEST(RunBoxedChargeTest, WhatTheOpAllocatesIsChargedUntilFreed) {
   auto registry = Registry();
   std::vector<float> a(256, 0.5f), b(256, 2.0f);
-  auto sin_call = [&] {
-    OpCall call;
-    call.op = *registry->Find("aten::sin");
-    EXPECT_TRUE(BindArguments(registry->ops()[static_cast<size_t>(call.op)],
-                              {{"", Tensor(a.data(), {256}, DType::kFloat32, 1024)}}, &call)
-                    .ok());
-    return call;
-  };
   auto add_call = [&] {
-    // Broadcast [256] + [1]: the result's size is the Meta kernel's to tell.
+    // Broadcast [256] + [1]: a result of 1024 bytes made by the op.
     return AddCall(*registry, Tensor(a.data(), {256}, DType::kFloat32, 1024),
                    Tensor(b.data(), {1}, DType::kFloat32, 4));
   };
-  for (auto make : {std::function<OpCall()>(sin_call), std::function<OpCall()>(add_call)}) {
-    OpCall call = make();
-    std::vector<int64_t> asked;
-    call.grant_result = [&asked](int64_t bytes) {
-      asked.push_back(bytes);
-      return absl::OkStatus();
-    };
-    RunBoxed(registry->handles()->ops.at(static_cast<size_t>(call.op)), call,
-             c10::Device(c10::kCPU));
-    EXPECT_EQ(asked, std::vector<int64_t>{1024});
-    ASSERT_EQ(call.results.size(), 1u);
-    EXPECT_EQ(call.results[0].tensor.bytes, 1024);
+  OpCall call = add_call();
+  auto charge = std::make_shared<CountingCharge>(1 << 20);
+  call.memory = charge;
+  RunBoxed(registry->handles()->ops.at(static_cast<size_t>(call.op)), call, c10::Device(c10::kCPU));
+  ASSERT_EQ(call.results.size(), 1u);
+  EXPECT_EQ(call.results[0].tensor.bytes, 1024);
+  EXPECT_GE(charge->taken.load(), 1024);
+  EXPECT_GE(charge->held.load(), 1024);  // the result, alive
+  call.results.clear();
+  EXPECT_EQ(charge->held.load(), 0);  // every charged byte given back once freed
 
-    OpCall refused = make();
-    refused.grant_result = [](int64_t bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("no room for ", bytes, " bytes"));
-    };
-    try {
-      RunBoxed(registry->handles()->ops.at(static_cast<size_t>(refused.op)), refused,
-               c10::Device(c10::kCPU));
-      ADD_FAILURE() << "not refused";
-    } catch (...) {
-      const absl::Status status = StatusFromException(std::current_exception(), true);
-      EXPECT_EQ(status, absl::ResourceExhaustedError("no room for 1024 bytes"));
-    }
-    EXPECT_TRUE(refused.results.empty());
+  OpCall refused = add_call();
+  auto small = std::make_shared<CountingCharge>(1000);
+  refused.memory = small;
+  try {
+    RunBoxed(registry->handles()->ops.at(static_cast<size_t>(refused.op)), refused,
+             c10::Device(c10::kCPU));
+    ADD_FAILURE() << "not refused";
+  } catch (...) {
+    const absl::Status status = StatusFromException(std::current_exception(), true);
+    EXPECT_EQ(status, absl::ResourceExhaustedError("no room for 1024 bytes"));
   }
+  EXPECT_TRUE(refused.results.empty());
+  EXPECT_EQ(small->held.load(), 0);
 }
 
 TEST(OpRegistryTest, PointwiseOpsAreMarked) {

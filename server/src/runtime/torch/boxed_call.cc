@@ -8,6 +8,7 @@
 #include <c10/util/accumulate.h>
 
 #include "runtime/exception_status.h"
+#include "runtime/torch/charged_allocator.h"
 #include "runtime/torch/program_package.h"
 #include "runtime/torch/runner.h"
 
@@ -203,10 +204,9 @@ constexpr int64_t kMinInPlaceBytes = 64 << 10;
 // Result 0's layout for `call`, when it is worth computing the result into a buffer: the
 // buffer's own; else, for ops whose tensor argument decides it (ResultDtypes), that
 // argument's shape and the dtype the Meta kernel told once for its dtype; else, for
-// results of 64 KiB or more (of any size with `always_meta`), the Meta kernel's. nullopt
-// when unknown or not worth a Meta dispatch.
-std::optional<OpCall::OutputBuffer::Layout> ResultLayout(const OpHandle& op, const OpCall& call,
-                                                         bool always_meta = false) {
+// results of 64 KiB or more, the Meta kernel's. nullopt when unknown or not worth a Meta
+// dispatch.
+std::optional<OpCall::OutputBuffer::Layout> ResultLayout(const OpHandle& op, const OpCall& call) {
   const OpCall::OutputBuffer& buffer = call.result_buffer;
   if (buffer.layout.has_value()) return buffer.layout;
   if (op.result_dtypes != nullptr) {
@@ -228,22 +228,8 @@ std::optional<OpCall::OutputBuffer::Layout> ResultLayout(const OpHandle& op, con
     }
   }
   const int64_t size = buffer.data != nullptr ? buffer.bytes : call.input_bytes;
-  if (size < kMinInPlaceBytes && !always_meta) return std::nullopt;
+  if (size < kMinInPlaceBytes) return std::nullopt;
   return MetaLayout(op, call);
-}
-
-// Asks call.grant_result for result 0's bytes when its layout can be told before the op
-// runs (ResultLayout, the Meta kernel asked whatever the size); throws CallRefused with
-// its refusal.
-void GrantResult(const OpHandle& op, const OpCall& call) {
-  const std::optional<OpCall::OutputBuffer::Layout> layout =
-      ResultLayout(op, call, /*always_meta=*/true);
-  if (!layout.has_value()) return;
-  const int64_t bytes =
-      static_cast<int64_t>(c10::multiply_integers(layout->shape)) * ItemSize(layout->dtype);
-  if (absl::Status granted = call.grant_result(bytes); !granted.ok()) {
-    throw CallRefused(std::move(granted));
-  }
 }
 
 // Computes result 0 of `call`, of `layout`, into call.result_buffer (its memory, or the
@@ -302,6 +288,7 @@ void RunProgram(const ProgramPackage& program, OpCall& call, c10::Device device)
 }  // namespace
 
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
+  const ChargeScope charged(call.memory);
   if (op.program != nullptr) return RunProgram(*op.program, call, device);
   const OpCall::OutputBuffer& buffer = call.result_buffer;
   if (device.is_cpu() && op.out.has_value() &&
@@ -309,7 +296,6 @@ void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device) {
     std::optional<OpCall::OutputBuffer::Layout> layout = ResultLayout(op, call);
     if (layout.has_value() && RunIntoBuffer(op, *std::move(layout), call)) return;
   }
-  if (call.grant_result) GrantResult(op, call);
   torch::jit::Stack stack = Arguments(op.op->schema(), call, device);
   op.op->callBoxed(stack);
   call.results.clear();

@@ -19,7 +19,8 @@ namespace myops::server {
 // layout, or follow from the op's one tensor argument (pointwise ops; ResultDtypes), or
 // (results of 64 KiB or more) are told first by the op's Meta kernel. Throws what the
 // operator throws (mapped by the executor), and c10::NotImplementedError for a result the wire
-// cannot carry (e.g. a complex dtype).
+// cannot carry (e.g. a complex dtype). What the op allocates on the CPU meanwhile is
+// charged to call.memory (runtime/torch/charged_allocator.h).
 void RunBoxed(const OpHandle& op, OpCall& call, c10::Device device);
 
 }  // namespace myops::server
