@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Two builds of myops-server side by side, for a change's before/after: both serve at
 # once and myops-latency calls them request by request, interleaved (ScaleShift, or the
-# generic Call with --call), so each p50 ratio new/old compares measurements taken
+# generic Call with --call, KServe ModelInfer with --kserve), so each p50 ratio new/old compares measurements taken
 # microseconds apart. Each server's own CPU time (utime + stime, /proc) over a size's run,
 # divided by the requests it answered, is its CPU per request, gRPC included (/proc counts
 # in 10 ms ticks: hence many requests, --requests or 4 GiB per size and server). Repeats
 # --rounds times (fresh servers each round); prints every round and the medians.
 #
-#   bench/ab_servers.sh OLD_BUILD_DIR NEW_BUILD_DIR [--rounds 5] [--call] [--sizes 1KiB,64MiB]
+#   bench/ab_servers.sh OLD_BUILD_DIR NEW_BUILD_DIR [--rounds 5] [--call|--kserve] [--sizes 1KiB,64MiB]
 #                       [--requests 20000] [other myops-latency flags]
 set -euo pipefail
 if [[ $# -lt 2 || ! -x "$1/server/myops-server" || ! -x "$2/server/myops-server" ]]; then
@@ -21,6 +21,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
     --call) call=1; shift ;;
+    --kserve) call=2; shift ;;
     --sizes) sizes="$2"; shift 2 ;;
     --requests) requests="$2"; shift 2 ;;
     *) extra+=("$1"); shift ;;
@@ -31,6 +32,7 @@ TICKS="$(getconf CLK_TCK)"
 OUT="$(mktemp -d)"
 flag=--target
 [ "$call" = 1 ] && flag=--call-target
+[ "$call" = 2 ] && flag=--kserve-target
 
 cpu_seconds() {  # utime + stime of process $1, in seconds
   awk -v t="$TICKS" '{ print ($14 + $15) / t }' "/proc/$1/stat"

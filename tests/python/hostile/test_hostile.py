@@ -325,3 +325,31 @@ def test_an_output_the_budget_cannot_hold_is_refused_before_it_is_allocated():
         healthy(server.address)
     finally:
         server.stop()
+
+
+def test_an_op_that_allocates_past_the_budget_fails_before_it_allocates():
+    """A creation op with no Meta kernel (myops_test::filled: a 39-byte request, a 2 GiB
+    int64 result) cannot be sized before it runs: what it allocates is charged to its call
+    as it allocates (runtime/torch/charged_allocator.h), so the allocation is refused
+    with RESOURCE_EXHAUSTED before the gigabytes are taken (before, the op allocated and
+    filled them, and the result was refused afterwards)."""
+    import myops_client
+
+    from myops_testing import BUILD
+
+    test_ops = BUILD / "tests" / "server" / "libmyops_test_ops.so"
+    server = quick_server("--load-library", str(test_ops), "--ops", "myops::*,myops_test::*",
+                          "--max-inflight-bytes", str(64 * MiB))
+    try:
+        baseline = rss_bytes(server.process.pid)
+        sampler = RssSampler(server.process.pid)
+        with myops_client.Client(server.address, timeout=60.0) as c:
+            with pytest.raises(myops_client.ResourceExhausted, match="memory budget"):
+                c.ops.myops_test.filled([16384, 16384])
+            small = c.ops.myops_test.filled([2, 3], fill=5)
+            assert small.tolist() == [[5, 5, 5], [5, 5, 5]]
+        growth = sampler.stop() - baseline
+        assert growth < 256 * MiB, f"RSS grew {growth / MiB:.0f} MiB"
+        healthy(server.address)
+    finally:
+        server.stop()
