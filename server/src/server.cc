@@ -111,9 +111,10 @@ void ConfigureTransport(const ServerOptions& options, int64_t budget_bytes,
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               clamp(options.limits.max_concurrent_streams));
   // No BDP probing: it grows the windows of streams that stopped reading, and the bytes
-  // clients push into them are held outside the budget (a hostile mix measured 420-540
-  // MiB above a 256 MiB budget with it, 350 without). The cost: a request over 64 KiB
-  // waits one round trip for its window (p50 +20-30 us at 64-256 KiB, bench/README.md).
+  // clients push into them are held outside the budget (the all-at-once hostile test:
+  // peak RSS +502 MiB over its baseline with it, +296 without, 256 MiB budget). The cost:
+  // a request over 64 KiB waits one round trip for its window (p50 +60-110 us at 64-512
+  // KiB on loopback, bench/README.md "Issue 28").
   builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   auto millis = [&clamp](std::chrono::milliseconds ms) { return clamp(ms.count()); };
   if (options.max_connection_age.count() > 0) {
