@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -539,6 +540,7 @@ void HttpServerImpl::Scan(int64_t now) {
 }
 
 void HttpServerImpl::Loop() {
+  pthread_setname_np(pthread_self(), "myops-http-loop");
   epoll_event events[64];
   bool stopped = false;
   for (;;) {
@@ -578,6 +580,7 @@ void HttpServerImpl::Loop() {
 }
 
 void HttpServerImpl::Work() {
+  pthread_setname_np(pthread_self(), "myops-http");
   for (;;) {
     HttpConnection* c = nullptr;
     bool serve = false;
