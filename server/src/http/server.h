@@ -118,7 +118,7 @@ class HttpServer {
 
   int port() const { return port_; }
 
-  // Handler and InlineHandler are HttpServerImpl's to run (server.cc).
+  // Handler and InlineHandler are HttpServerImpl's to run (server_internal.h).
  private:
   explicit HttpServer(std::unique_ptr<HttpServerImpl> impl);
   std::unique_ptr<HttpServerImpl> impl_;
