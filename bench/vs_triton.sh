@@ -38,9 +38,11 @@
 # one libtriton_<name>.so; --triton-models: a repository serving myops::scale_shift with
 # it instead of the generated one. --requests: N requests per measured run instead of
 # --duration seconds. --sides (default myops=server,Triton=triton): the two servers and
-# their labels; SERVER is `server` (myops-server), `triton` (Triton with --triton-backend
-# and --triton-models) or `triton:BACKEND` (Triton with BACKEND, as --triton-backend takes
-# it, and a generated repository); the ratios are the first side over the second.
+# their labels; SERVER is `server` (myops-server), `server:DIR` (the myops-server of the
+# build tree DIR, for a change's before/after under load), `triton` (Triton with
+# --triton-backend and --triton-models) or `triton:BACKEND` (Triton with BACKEND, as
+# --triton-backend takes it, and a generated repository); the ratios are the first side
+# over the second.
 set -euo pipefail
 rounds=3 sizes=1KiB,64KiB,256KiB,1MiB,16MiB,64MiB concurrency=1,8 duration=3 warmup=1 slices=1
 requests="" triton_backend=scaleshift triton_models="" triton_preload="" build="" out=""
@@ -68,7 +70,7 @@ done
 # The two sides: label[i] and what serves it, server[i]: myops-server, or Triton with a
 # backend (myops, scaleshift or a folder) and, for `triton`, --triton-models.
 IFS=, read -r -a specs <<<"$sides"
-label=() server=() backend=() models=()
+label=() server=() backend=() models=() binary=()
 for spec in "${specs[@]}"; do
   name="${spec%%=*}" what="${spec#*=}"
   if [[ "$spec" != *=* || ! "$name" =~ ^[A-Za-z0-9+._-]+$ ]]; then
@@ -76,9 +78,13 @@ for spec in "${specs[@]}"; do
     exit 2
   fi
   case "$what" in
-    server) backend+=("") models+=("") ;;
-    triton) backend+=("$triton_backend") models+=("$triton_models") ;;
-    triton:?*) backend+=("${what#triton:}") models+=("") ;;
+    server) backend+=("") models+=("") binary+=("") ;;
+    server:?*)
+      [ -x "${what#server:}/server/myops-server" ] || {
+        echo "--sides $sides: ${what#server:}/server/myops-server not found" >&2; exit 2; }
+      backend+=("") models+=("") binary+=("$(realpath "${what#server:}")/server/myops-server") ;;
+    triton) backend+=("$triton_backend") models+=("$triton_models") binary+=("") ;;
+    triton:?*) backend+=("${what#triton:}") models+=("") binary+=("") ;;
     *) echo "--sides $sides: a server is server, triton or triton:BACKEND, not '$what'" >&2
        exit 2 ;;
   esac
@@ -122,6 +128,9 @@ for i in 0 1; do
 done
 needed=("$build/bench/loadtest/myops-loadtest")
 [[ " ${server[*]} " == *" server "* ]] && needed+=("$build/server/myops-server")
+for i in 0 1; do
+  [ "${server[i]}" = server ] && [ -z "${binary[i]}" ] && binary[i]="$build/server/myops-server"
+done
 for f in "${needed[@]}"; do
   [ -x "$f" ] || { echo "$f not found: build it (or pass --myops-build)" >&2; exit 2; }
 done
@@ -155,7 +164,7 @@ declare -a pid addr stop
 start_side() {
   local i="$1" round="$2" args
   if [ "${server[i]}" = server ]; then
-    myops_start "${label[i]}$round" "" "$build/server/myops-server" --address 127.0.0.1:0 \
+    myops_start "${label[i]}$round" "" "${binary[i]}" --address 127.0.0.1:0 \
       --devices cpu --max-message-bytes $((1 << 30))
     pid[i]="$MYOPS_PID" stop[i]="$MYOPS_PID" addr[i]="$MYOPS_ADDR"
     return
@@ -172,7 +181,7 @@ start_side() {
 
 describe() {  # describe I: side I in words
   if [ "${server[$1]}" = server ]; then
-    echo "${label[$1]}: myops-server ($build, $(nproc) CPU workers)"
+    echo "${label[$1]}: myops-server (${binary[$1]}, $(nproc) CPU workers)"
   else
     echo "${label[$1]}: tritonserver (backend ${backend[$1]}," \
       "models ${models[$1]:-generated, $(nproc) CPU instances})"
