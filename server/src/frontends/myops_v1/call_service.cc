@@ -208,7 +208,7 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();
-  auto* reactor = new CallReactor(context, pipeline_);
+  auto* reactor = new CallReactor(context, &watch_);
   V1CallState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());

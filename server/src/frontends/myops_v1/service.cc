@@ -89,7 +89,8 @@ MyopsService::MyopsService(Pipeline* pipeline, BearerAuth auth)
       scale_shift_rpc_(pipeline->metrics().AddRpc("ScaleShift")),
       scale_shift_stream_rpc_(pipeline->metrics().AddRpc("ScaleShiftStream")),
       call_rpc_(pipeline->metrics().AddRpc("Call")),
-      call_stream_rpc_(pipeline->metrics().AddRpc("CallStream")) {}
+      call_stream_rpc_(pipeline->metrics().AddRpc("CallStream")),
+      watch_(MakeResponseWatch(pipeline)) {}
 
 grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* context,
                                                    const grpc::ByteBuffer* request,
@@ -97,7 +98,7 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();  // decode_ns includes parsing and gathering.
-  auto* reactor = new UnaryReactor(context, pipeline_);
+  auto* reactor = new UnaryReactor(context, &watch_);
   ScaleShiftState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());

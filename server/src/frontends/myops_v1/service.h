@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "frontends/auth.h"
+#include "frontends/grpc/response_watch.h"
 #include "frontends/grpc/status.h"
 #include "myops/v1/myops.grpc.pb.h"
 #include "pipeline/metrics.h"
@@ -66,6 +67,8 @@ class MyopsService final : public myops::v1::Myops::WithRawCallbackMethod_ScaleS
   Metrics::Rpc* const scale_shift_stream_rpc_;
   Metrics::Rpc* const call_rpc_;
   Metrics::Rpc* const call_stream_rpc_;
+  // Cancels ScaleShift and Call calls whose clients leave their responses untaken.
+  ResponseWatch watch_;
 };
 
 }  // namespace myops::server

@@ -114,7 +114,8 @@ KServeService::KServeService(Pipeline* pipeline, BearerAuth auth)
     : pipeline_(pipeline),
       auth_(std::move(auth)),
       infer_rpc_(pipeline->metrics().AddRpc("ModelInfer")),
-      stream_infer_rpc_(pipeline->metrics().AddRpc("ModelStreamInfer")) {}
+      stream_infer_rpc_(pipeline->metrics().AddRpc("ModelStreamInfer")),
+      watch_(MakeResponseWatch(pipeline)) {}
 
 grpc::ServerUnaryReactor* KServeService::ServerLive(grpc::CallbackServerContext* context,
                                                     const inference::ServerLiveRequest*,
@@ -185,7 +186,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
   const auto received = Clock::now();
-  auto* reactor = new InferReactor(context, pipeline_);
+  auto* reactor = new InferReactor(context, &watch_);
   KServeCallState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());

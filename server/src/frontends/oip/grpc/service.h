@@ -10,6 +10,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include "frontends/auth.h"
+#include "frontends/grpc/response_watch.h"
 #include "frontends/grpc/status.h"
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
 #include "pipeline/metrics.h"
@@ -134,6 +135,8 @@ class KServeService final : public kserve_grpc::ServiceBase {
   const BearerAuth auth_;
   Metrics::Rpc* const infer_rpc_;  // this front end's series in the pipeline's metrics
   Metrics::Rpc* const stream_infer_rpc_;
+  // Cancels ModelInfer calls whose clients leave their responses untaken.
+  ResponseWatch watch_;
   std::atomic<bool> draining_{false};
 };
 
