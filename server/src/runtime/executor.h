@@ -33,9 +33,11 @@ struct ExecutorOptions {
   int cpu_workers = 0;       // 0: one per hardware thread
   int cuda_workers = 4;      // per GPU; each owns one CUDA stream
   int intra_op_threads = 0;  // PyTorch intra-op threads; 0: PyTorch's default
-  // CPU requests with at most this many input bytes run on the submitting thread: a
-  // thread hop costs more than computing them. 0 disables. Never programs' calls.
-  int64_t inline_max_bytes = 128 << 10;  // Measured: bench/README.md, "Inline small requests".
+  // CPU requests with at most this many input bytes run on the submitting thread (gRPC's):
+  // a thread hop costs more than computing them. 0 disables. Never programs' calls.
+  // Operators that take long per input byte (matmul, convolutions) may want less: the
+  // thread serves other calls' I/O too.
+  int64_t inline_max_bytes = 1 << 20;  // Measured: bench/README.md, "Inline small requests".
 };
 
 // One call of a served operator, bound (BindArguments). The call must stay valid until

@@ -110,7 +110,7 @@ TEST(ExecutorTest, CancelledRequestIsNotComputed) {
 TEST(ExecutorTest, SubmitAfterShutdownIsUnavailable) {
   auto e = CpuExecutor(ExecutorOptions().inline_max_bytes);
   e->Shutdown();
-  for (int64_t numel : {int64_t{16}, int64_t{1} << 16}) {
+  for (int64_t numel : {int64_t{16}, ExecutorOptions().inline_max_bytes / 4 + 1}) {
     SCOPED_TRACE(numel * 4 <= ExecutorOptions().inline_max_bytes ? "inline" : "queued");
     auto b = MakeJob(*e->info().registry, DType::kFloat32, {numel}, 2.0, 1.0);
     auto [status, timing] = RunSync(*e, b->job);
