@@ -9,6 +9,9 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 build="${MYOPS_BUILD_DIR:-$repo/build}"
+# The drivers need grpcio: the project's venv (scripts/env.sh sets it up), unless
+# MYOPS_PYTHON names another interpreter.
+if [[ -z ${MYOPS_PYTHON:-} && -z ${MYOPS_VENV:-} ]]; then source "$repo/scripts/env.sh" >&2; fi
 python="${MYOPS_PYTHON:-python3}"
 if [[ -n ${MYOPS_VENV:-} ]]; then python="$MYOPS_VENV/bin/python"; fi
 args=(--duration 600 --out "$repo/bench/results/soak-$(date +%Y%m%d-%H%M%S)")
