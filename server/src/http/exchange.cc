@@ -19,6 +19,22 @@
 #include "http/server_internal.h"
 
 namespace myops::server {
+namespace {
+
+// An SSL_read or SSL_write `r` that moved no bytes: -1 when it would block (on `same`,
+// the call's own direction; on the other, `*want_other`: TLS needs that one first), 0
+// when the connection failed.
+int64_t SslMovedNothing(SSL* ssl, int r, int same, bool* want_other) {
+  const int error = SSL_get_error(ssl, r);
+  if (error == same) return -1;
+  if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+    *want_other = true;
+    return -1;
+  }
+  return 0;
+}
+
+}  // namespace
 
 // Reads into `into`: the count (> 0), 0 when the client closed or the connection failed,
 // -1 when it would block (`*want_write`: until the socket is writable, for TLS).
@@ -35,15 +51,7 @@ int64_t ReadSome(HttpConnection* c, char* into, size_t n, bool* want_write) {
   ERR_clear_error();
   const int r = SSL_read(c->ssl, into, static_cast<int>(std::min<size_t>(n, INT_MAX)));
   if (r > 0) return r;
-  switch (SSL_get_error(c->ssl, r)) {
-    case SSL_ERROR_WANT_READ:
-      return -1;
-    case SSL_ERROR_WANT_WRITE:
-      *want_write = true;
-      return -1;
-    default:
-      return 0;
-  }
+  return SslMovedNothing(c->ssl, r, SSL_ERROR_WANT_READ, want_write);
 }
 
 // Writes from `from`: the count (> 0), 0 when the connection failed, -1 when it would
@@ -61,15 +69,7 @@ int64_t WriteSome(HttpConnection* c, const char* from, size_t n, bool* want_read
   ERR_clear_error();
   const int r = SSL_write(c->ssl, from, static_cast<int>(std::min<size_t>(n, INT_MAX)));
   if (r > 0) return r;
-  switch (SSL_get_error(c->ssl, r)) {
-    case SSL_ERROR_WANT_WRITE:
-      return -1;
-    case SSL_ERROR_WANT_READ:
-      *want_read = true;
-      return -1;
-    default:
-      return 0;
-  }
+  return SslMovedNothing(c->ssl, r, SSL_ERROR_WANT_WRITE, want_read);
 }
 
 void HttpServerImpl::Work() {
