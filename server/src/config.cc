@@ -98,6 +98,11 @@ void AddLimitFlags(CLI::App& app, ServiceLimits* l) {
                      "RPCs at once on one client connection (HTTP/2 streams)")
           ->check(CLI::Range(int64_t{1}, int64_t{2147483647})),
       "MYOPS_MAX_CONCURRENT_STREAMS");
+  env(app.add_option("--http2-window-bytes", l->http2_window_bytes,
+                     "HTTP/2 receive window per stream and connection, bytes: what a client "
+                     "may send ahead of the server's reads")
+          ->check(CLI::Range(int64_t{65535}, int64_t{1} << 30)),
+      "MYOPS_HTTP2_WINDOW_BYTES");
   env(app.add_option("--stall-timeout-ms", l->stall_timeout_ms,
                      "A stream holding memory for its client (an unfinished chunked request, "
                      "a response not taken) with no progress for this long is ended")

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontends/grpc/http2_window.h"
 #include "frontends/grpc/replica_identity.h"
 #include "frontends/myops_v1/codec.h"
 #include "http/tls.h"
@@ -110,12 +111,9 @@ void ConfigureTransport(const ServerOptions& options, int64_t budget_bytes,
   // gRPC shrinks flow-control windows, and beyond it resets streams).
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               clamp(options.limits.max_concurrent_streams));
-  // No BDP probing: it grows the windows of streams that stopped reading, and the bytes
-  // clients push into them are held outside the budget (the all-at-once hostile test:
-  // peak RSS +502 MiB over its baseline with it, +296 without, 256 MiB budget). The cost:
-  // a request over 64 KiB waits one round trip for its window (p50 +60-110 us at 64-512
-  // KiB on loopback, bench/README.md "Issue 28").
-  builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  // A fixed receive window: no round trip for requests under it, and no more held for a
+  // stream the server stopped reading (frontends/grpc/http2_window.h).
+  SetFixedHttp2Window(options.limits.http2_window_bytes, builder);
   auto millis = [&clamp](std::chrono::milliseconds ms) { return clamp(ms.count()); };
   if (options.max_connection_age.count() > 0) {
     builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, millis(options.max_connection_age));
@@ -279,6 +277,9 @@ std::string Server::Describe() const {
       " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
       " max_inflight_bytes=", pipeline_->budget().limit(), " max_streams=", limits.max_streams,
+      " http2_window_bytes=",
+      FixedHttp2WindowBytes() > 0 ? absl::StrCat(FixedHttp2WindowBytes())
+                                  : "65535 (gRPC without the window hook)",
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
       http_ ? " | http on " + bound(options_.http_address, http_->port()) +

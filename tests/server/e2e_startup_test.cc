@@ -60,7 +60,7 @@ TEST(StartupTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
                            "tls-cert",          "tls-key",
                            "tls-client-ca",     "auth-token-file",
                            "reflection",        "health-address",
-                           "metrics-address"}) {
+                           "metrics-address",   "http2-window-bytes"}) {
     std::string env = std::string("MYOPS_") + flag;
     for (char& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     EXPECT_NE(out.find(std::string("--") + flag + " "), std::string::npos) << flag << "\n" << out;
@@ -77,6 +77,10 @@ TEST(StartupTest, BadFlagsAndValuesAreNamed) {
   EXPECT_NE(out.find("--max-inflight: Value -3"), std::string::npos) << out;
   EXPECT_EQ(RunServer({"--stall-timeout-ms", "0"}, &out), 105) << out;
   EXPECT_NE(out.find("--stall-timeout-ms: Value 0 not in range 1 to 86400000"), std::string::npos)
+      << out;
+  EXPECT_EQ(RunServer({"--http2-window-bytes", "65534"}, &out), 105) << out;
+  EXPECT_NE(out.find("--http2-window-bytes: Value 65534 not in range 65535 to 1073741824"),
+            std::string::npos)
       << out;
   EXPECT_EQ(RunServer({"--no-such-flag"}, &out), 109) << out;
   EXPECT_NE(out.find("--no-such-flag"), std::string::npos) << out;

@@ -48,6 +48,10 @@ struct ServiceLimits {
   // ModelStreamInfer); more: RESOURCE_EXHAUSTED.
   int64_t max_streams = 1024;
   int64_t max_concurrent_streams = 256;  // HTTP/2 streams (RPCs) per connection, gRPC's limit
+  // HTTP/2 receive window per stream and per connection (frontends/grpc/http2_window.h):
+  // requests up to about this size arrive without waiting a round trip for window, and a
+  // stream the server stops reading holds at most this much in the transport.
+  int64_t http2_window_bytes = int64_t{2} << 20;
   // How long a stream may hold memory for its client without progress: an unfinished
   // chunked request (CallStream) waiting for its next chunk, or a response waiting for the
   // client to take it. Past it the stream is ended and what it held returns.
