@@ -107,8 +107,9 @@ void ConfigureTransport(const ServerOptions& options, int64_t budget_bytes,
   builder->SetMaxSendMessageSize(
       clamp(options.limits.max_message_bytes + kMaxResponseOverheadBytes));
   // gRPC's own bounds on what clients can make it hold before a handler runs: HTTP/2
-  // streams per connection, and a memory quota for the transport (under its pressure
-  // gRPC shrinks flow-control windows, and beyond it resets streams).
+  // streams per connection, their receive window (below), and a memory quota for the
+  // transport (beyond it gRPC resets streams; the fixed window does not shrink under
+  // its pressure).
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               clamp(options.limits.max_concurrent_streams));
   // A fixed receive window: no round trip for requests under it, and no more held for a
