@@ -51,7 +51,7 @@ struct ServiceLimits {
   // HTTP/2 receive window per stream and per connection (frontends/grpc/http2_window.h):
   // requests up to about this size arrive without waiting a round trip for window, and a
   // stream the server stops reading holds at most this much in the transport.
-  int64_t http2_window_bytes = int64_t{2} << 20;
+  int64_t http2_window_bytes = int64_t{512} << 10;
   // How long a stream may hold memory for its client without progress: an unfinished
   // chunked request (CallStream) waiting for its next chunk, or a response waiting for the
   // client to take it. Past it the stream is ended and what it held returns.
