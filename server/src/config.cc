@@ -178,6 +178,11 @@ void AddEndpointFlags(CLI::App& app, Config* c, ServerOptions* s) {
                      "for probes. Each token is a tenant: the shared memory regions it "
                      "registers are its own"),
       "MYOPS_AUTH_TOKEN_FILE");
+  env(app.add_option("--grpc-threads", s->grpc_threads,
+                     "Threads that run gRPC's I/O and callbacks (0: one per four hardware "
+                     "threads); requests up to --inline-max-bytes also compute on them")
+          ->check(CLI::Range(0, 64)),
+      "MYOPS_GRPC_THREADS");
   env(app.add_option("--reflection", s->reflection, "Serve gRPC server reflection"),
       "MYOPS_REFLECTION");
   env(app.add_option("--health-address", s->health_address,

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "frontends/grpc/callback_threads.h"
 #include "frontends/grpc/http2_window.h"
 #include "frontends/grpc/replica_identity.h"
 #include "frontends/myops_v1/codec.h"
@@ -167,6 +168,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   grpc::EnableDefaultHealthCheckService(true);
   if (options.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  SetCallbackThreads(options.grpc_threads);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.address, *credentials, &s->port_);
   ConfigureTransport(options, s->pipeline_->budget().limit(), &builder);
@@ -275,7 +277,9 @@ std::string Server::Describe() const {
       info.torch_version,
       info.cuda_version.empty() ? "" : absl::StrCat(", CUDA ", info.cuda_version),
       options_.replica_name.empty() ? "" : absl::StrCat(" | replica ", options_.replica_name),
-      " | workers: ", info.workers, " | limits: max_message_bytes=", limits.max_message_bytes,
+      " | workers: ", info.workers,
+      " | grpc threads: ", CallbackThreads() > 0 ? absl::StrCat(CallbackThreads()) : "gRPC's own",
+      " | limits: max_message_bytes=", limits.max_message_bytes,
       " max_elements=", limits.tensor.max_elements, " max_inflight=", limits.max_inflight,
       " max_inflight_bytes=", pipeline_->budget().limit(), " max_streams=", limits.max_streams,
       " http2_window_bytes=",

@@ -60,7 +60,8 @@ TEST(StartupTest, HelpListsEveryFlagWithItsEnvironmentVariable) {
                            "tls-cert",          "tls-key",
                            "tls-client-ca",     "auth-token-file",
                            "reflection",        "health-address",
-                           "metrics-address",   "http2-window-bytes"}) {
+                           "metrics-address",   "http2-window-bytes",
+                           "grpc-threads"}) {
     std::string env = std::string("MYOPS_") + flag;
     for (char& c : env) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     EXPECT_NE(out.find(std::string("--") + flag + " "), std::string::npos) << flag << "\n" << out;
@@ -82,6 +83,8 @@ TEST(StartupTest, BadFlagsAndValuesAreNamed) {
   EXPECT_NE(out.find("--http2-window-bytes: Value 65534 not in range 65535 to 1073741824"),
             std::string::npos)
       << out;
+  EXPECT_EQ(RunServer({"--grpc-threads", "65"}, &out), 105) << out;
+  EXPECT_NE(out.find("--grpc-threads: Value 65 not in range 0 to 64"), std::string::npos) << out;
   EXPECT_EQ(RunServer({"--no-such-flag"}, &out), 109) << out;
   EXPECT_NE(out.find("--no-such-flag"), std::string::npos) << out;
   EXPECT_EQ(RunServer({"--log-level", "loud"}, &out), 105) << out;
@@ -105,15 +108,16 @@ TEST(StartupTest, EnvironmentConfiguresTheServerAndFlagsWin) {
                                         "MYOPS_DRAIN_DELAY=0.25",
                                         "MYOPS_GRACE_PERIOD=7",
                                         "MYOPS_LOG_LEVEL=info",
-                                        "MYOPS_INTRA_OP_THREADS=1"};
+                                        "MYOPS_INTRA_OP_THREADS=1",
+                                        "MYOPS_GRPC_THREADS=3"};
   {
     ServerProcess server({}, env);
     const int port = server.WaitForPort();
     ASSERT_GT(port, 0) << server.output();
     const std::string& line = server.startup_line();
-    for (const char* part :
-         {"devices: cpu", "workers: 3", "max_message_bytes=67108864", "max_elements=1000000",
-          "max_inflight=8", "metrics on 127.0.0.1:", "plaintext health on 127.0.0.1:"}) {
+    for (const char* part : {"devices: cpu", "workers: 3", "grpc threads: 3 ",
+                             "max_message_bytes=67108864", "max_elements=1000000", "max_inflight=8",
+                             "metrics on 127.0.0.1:", "plaintext health on 127.0.0.1:"}) {
       EXPECT_NE(line.find(part), std::string::npos) << part << " in " << line;
     }
     auto stub = myops::v1::Myops::NewStub(testing::Connect("127.0.0.1:" + std::to_string(port)));
@@ -128,13 +132,14 @@ TEST(StartupTest, EnvironmentConfiguresTheServerAndFlagsWin) {
     EXPECT_NE(server.output().find("draining (250 ms, then up to 7000 ms"), std::string::npos)
         << server.output();
   }
-  ServerProcess server(
-      {"--max-inflight", "5", "--cpu-workers", "1", "--grace-period", "2", "--metrics-address", ""},
-      env);
+  ServerProcess server({"--max-inflight", "5", "--cpu-workers", "1", "--grace-period", "2",
+                        "--metrics-address", "", "--grpc-threads", "2"},
+                       env);
   ASSERT_GT(server.WaitForPort(), 0) << server.output();
   const std::string& line = server.startup_line();
   EXPECT_NE(line.find("max_inflight=5"), std::string::npos) << line;
   EXPECT_NE(line.find("workers: 1 "), std::string::npos) << line;
+  EXPECT_NE(line.find("grpc threads: 2 "), std::string::npos) << line;
   EXPECT_EQ(line.find("metrics on"), std::string::npos) << line;  // "" wins too: off
   EXPECT_NE(line.find("max_message_bytes=67108864"), std::string::npos) << line;  // From env.
   server.Signal(SIGTERM);
