@@ -6,7 +6,10 @@
 # myops backend (backends/triton); with --sides, any two of those, such as two Tritons
 # with two backends (bench/triton_backends.sh). The client is myops-loadtest --protocol
 # kserve (ModelInfer of myops::scale_shift, raw contents, alpha and beta as parameters),
-# so both servers get byte-identical requests. Servers run with one CPU worker or
+# so both servers get byte-identical requests; with --client tritonclient it is Triton's own
+# Python client, tritonclient.grpc, one thread and channel per concurrent request
+# (bench/tritonclient_load.py, the same requests; its GIL, not the servers, sets the pace
+# from a few threads on). Servers run with one CPU worker or
 # instance per core. Per round, fresh servers, both up at once; per size and
 # concurrency, each server gets an unmeasured warm-up run, then a measured run, the order
 # alternating by round. Each server's CPU time (utime + stime, /proc/PID/stat) over its
@@ -28,7 +31,7 @@
 #                      [--triton-backend scaleshift|myops|DIR] [--triton-models DIR]
 #                      [--triton-preload LIB] [--sides LABEL=SERVER,LABEL=SERVER]
 #                      [--cpu-gate SIZE:MAX] [--myops-build DIR] [--out DIR]
-#                      [other myops-loadtest flags]
+#                      [--client myops-loadtest|tritonclient] [other myops-loadtest flags]
 #
 # --myops-build: the build tree with server/myops-server, bench/loadtest/myops-loadtest
 # and the backends (bench/peers/triton_scale_shift, backends/triton/myops); without it,
@@ -46,7 +49,7 @@
 set -euo pipefail
 rounds=3 sizes=1KiB,64KiB,256KiB,1MiB,16MiB,64MiB concurrency=1,8 duration=3 warmup=1 slices=1
 requests="" triton_backend=scaleshift triton_models="" triton_preload="" build="" out=""
-sides=myops=server,Triton=triton cpu_gate="" extra=()
+sides=myops=server,Triton=triton cpu_gate="" extra=() client=myops-loadtest
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -63,6 +66,7 @@ while [[ $# -gt 0 ]]; do
     --cpu-gate) cpu_gate="$2"; shift 2 ;;
     --myops-build) build="$(realpath "$2")"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --client) client="$2"; shift 2 ;;
     *) extra+=("$1"); shift ;;
   esac
 done
@@ -92,6 +96,14 @@ for spec in "${specs[@]}"; do
 done
 if [ "${#label[@]}" != 2 ] || [ "${label[0]}" = "${label[1]}" ]; then
   echo "--sides $sides: expected two sides with different labels" >&2
+  exit 2
+fi
+if [ "$client" != myops-loadtest ] && [ "$client" != tritonclient ]; then
+  echo "--client $client: expected myops-loadtest or tritonclient" >&2
+  exit 2
+fi
+if [ "$client" = tritonclient ] && [ "${#extra[@]}" != 0 ]; then
+  echo "--client tritonclient takes no myops-loadtest flags: ${extra[*]}" >&2
   exit 2
 fi
 if [[ ! "$slices" =~ ^[1-9][0-9]*$ ]]; then
@@ -152,7 +164,8 @@ fi
 mkdir -p "$out"
 source "$MYOPS_REPO/scripts/servers.sh"
 TICKS="$(getconf CLK_TCK)"
-LOADTEST="$build/bench/loadtest/myops-loadtest"
+LOADTEST=("$build/bench/loadtest/myops-loadtest")
+[ "$client" = tritonclient ] && LOADTEST=("$MYOPS_VENV/bin/python" "$MYOPS_REPO/bench/tritonclient_load.py")
 
 cpu_seconds() {  # utime + stime of process $1, in seconds
   awk -v t="$TICKS" '{ print ($14 + $15) / t }' "/proc/$1/stat"
@@ -191,7 +204,7 @@ describe() {  # describe I: side I in words
 # One slice of a measured run: --duration/--slices seconds, or --requests/--slices requests.
 measure=(--duration "$(awk -v d="$duration" -v n="$slices" 'BEGIN { print d / n }')")
 [ -n "$requests" ] && measure=(--requests "$(((requests + slices - 1) / slices))")
-echo "$(describe 0); $(describe 1); $(nproc) cores; myops-loadtest --protocol kserve," \
+echo "$(describe 0); $(describe 1); $(nproc) cores; $client --protocol kserve," \
   "${measure[*]} per slice, $slices slice(s) per run, after ${warmup} s of warm-up" >&2
 for round in $(seq "$rounds"); do
   start_side 0 "$round"
@@ -203,7 +216,7 @@ for round in $(seq "$rounds"); do
       run=(--protocol kserve --sizes "$size" --concurrency "$conc" --quiet "${extra[@]}")
       if [ "$warmup" != 0 ]; then
         for i in "${order[@]}"; do
-          "$LOADTEST" --target "${addr[i]}" "${run[@]}" --warmup 0 --duration "$warmup" >/dev/null
+          "${LOADTEST[@]}" --target "${addr[i]}" "${run[@]}" --warmup 0 --duration "$warmup" >/dev/null
         done
       fi
       for slice in $(seq "$slices"); do
@@ -212,7 +225,7 @@ for round in $(seq "$rounds"); do
         for i in "${turn[@]}"; do
           name="$out/$round.$size.$conc.${label[i]}.$slice"
           before="$(cpu_seconds "${pid[i]}")"
-          "$LOADTEST" --target "${addr[i]}" "${run[@]}" --warmup 0 "${measure[@]}" \
+          "${LOADTEST[@]}" --target "${addr[i]}" "${run[@]}" --warmup 0 "${measure[@]}" \
             --json "$name.json" >/dev/null
           echo "$before $(cpu_seconds "${pid[i]}")" >"$name.cpu"
         done

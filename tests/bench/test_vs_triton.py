@@ -2,7 +2,8 @@
 scaleshift backend: it runs end to end (one round, 1 KiB, a few requests) and prints each
 round's figures and the median table with sane numbers; with --slices the two servers take
 turns slice by slice and each side's figures add up over its slices; malformed --sides,
---slices and a backend folder without a backend are refused. Skipped where tritonserver (nvidia-pytriton) is not
+--slices and a backend folder without a backend are refused; --client tritonclient calls both
+with tritonclient.grpc. Skipped where tritonserver (nvidia-pytriton) is not
 installed. bench/triton_backends.sh (the myops backend against the peer) has its own test."""
 
 from __future__ import annotations
@@ -97,3 +98,30 @@ def test_slices_must_be_a_whole_number(tmp_path):
                      "--slices", slices)
         assert result.returncode == 2, slices
         assert f"--slices {slices}: expected a whole number" in result.stderr, result.stderr
+
+
+def test_tritonclient_as_the_client(tmp_path):
+    """--client tritonclient: both servers called by tritonclient.grpc (bench/
+    tritonclient_load.py), the requests asked for each answered in full, the same figures
+    printed; a misspelt client and loadtest flags with it are refused."""
+    if not (BUILD / "bench" / "peers" / "triton_scale_shift" / "libtriton_scaleshift.so").exists():
+        pytest.fail("the scaleshift backend is not built (myops_build --target triton_scaleshift)")
+    result = run(tmp_path, "--client", "tritonclient", "--rounds", "1", "--sizes", "64KiB",
+                 "--concurrency", "2", "--requests", "60", "--warmup", "0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tritonclient --protocol kserve" in result.stderr, result.stderr
+    for label in ("myops", "Triton"):
+        data = json.loads((tmp_path / "out" / f"1.64KiB.2.{label}.1.json").read_text())
+        assert data["client"] == "tritonclient.grpc", data
+        row = data["points"][0]
+        assert row["requests_ok"] == 60 and row["payload_bytes"] == 65536, row
+        assert 0 < row["latency_us"]["p50"] <= row["latency_us"]["p99"], row
+    side = rf"({NUMBER}+) req/s, p50 ({NUMBER}+) us, p99 ({NUMBER}+) us, CPU ({NUMBER}+) us/req"
+    assert re.search(rf"^64KiB conc 2 round 1: myops {side}; Triton {side}; ", result.stdout, re.M), \
+        result.stdout
+    refused = run(tmp_path, "--client", "grpcurl", "--rounds", "1", "--requests", "10")
+    assert refused.returncode == 2 and "--client grpcurl: expected" in refused.stderr, refused.stderr
+    refused = run(tmp_path, "--client", "tritonclient", "--rounds", "1", "--requests", "10",
+                  "--dtype", "float16")
+    assert refused.returncode == 2 and "takes no myops-loadtest flags" in refused.stderr, \
+        refused.stderr
