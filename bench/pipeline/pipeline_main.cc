@@ -117,12 +117,13 @@ class Kinds {
     Check(wire::CheckInferRequestHead(requests_.infer).status());
     ArenaRequest<inference::ModelInferRequest> parsed;
     const inference::ModelInferRequest& request = *parsed;
-    Check(kserve::ParseInferRequest(requests_.infer, parsed.get()));
+    wire::DataFieldValues raw;
+    Check(kserve::ParseInferRequest(requests_.infer, parsed.get(), &raw));
     auto index = kserve::FindModel(registry_, request.model_name(), request.model_version());
     Check(index.status());
     const OpInfo& op = registry_.ops()[static_cast<size_t>(*index)];
     kserve::InferRequest decoded;
-    Check(kserve::DecodeInferRequest(request, op.QualifiedName(), limits_, &decoded));
+    Check(kserve::DecodeInferRequest(request, raw, op.QualifiedName(), limits_, &decoded));
     kserve::InferCall state;
     Check(kserve::BindInfer(op, OwnedRegions(), {}, &decoded, &state));
     Bind(Find(registry_.Name(*index)), std::move(state.args), run, /*fake_result=*/true,

@@ -3,15 +3,92 @@
 
 #include "myops/wire/slice_reader.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <utility>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "absl/strings/str_cat.h"
 
 namespace myops::wire {
 using namespace detail;  // NOLINT: this file is the reader's other half
+
+namespace {
+
+// Gathers at least this many bytes with non-temporal stores. A streaming store writes
+// whole lines without reading them first, which a plain copy does line by line (and
+// glibc's own streaming threshold never applies here: each piece is a small memcpy); but
+// the copy then is in no cache for the operator that reads it next. Measured on 2 cores
+// with a large shared L3, ModelInfer of scale_shift, streaming against plain, server CPU
+// per request: 4 MiB 1.00x (1 client) / 1.09x (8 clients), 16 MiB 1.03x / 0.96x,
+// 64 MiB 0.90x / 0.90x.
+constexpr size_t kStreamingBytes = 16 << 20;
+
+#if defined(__x86_64__)
+// Bytes before `to` reaches a `width`-byte boundary, at most `n`: copied plainly, so that
+// the streaming stores are aligned.
+inline size_t UnalignedHead(const uint8_t* to, size_t n, size_t width) {
+  return std::min(n, (width - reinterpret_cast<uintptr_t>(to) % width) % width);
+}
+
+// Copies `n` bytes, four 64-byte streaming stores at a time; the head and tail plainly.
+__attribute__((target("avx512f"))) void StreamAvx512(uint8_t* to, const uint8_t* from, size_t n) {
+  size_t i = UnalignedHead(to, n, 64);
+  std::memcpy(to, from, i);
+  for (; i + 256 <= n; i += 256) {
+    const __m512i a = _mm512_loadu_si512(from + i), b = _mm512_loadu_si512(from + i + 64),
+                  c = _mm512_loadu_si512(from + i + 128), d = _mm512_loadu_si512(from + i + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(to + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(to + i + 64), b);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(to + i + 128), c);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(to + i + 192), d);
+  }
+  std::memcpy(to + i, from + i, n - i);
+}
+
+// The same with 16-byte stores (SSE2: every x86-64 CPU).
+void StreamSse2(uint8_t* to, const uint8_t* from, size_t n) {
+  size_t i = UnalignedHead(to, n, 16);
+  std::memcpy(to, from, i);
+  for (; i + 64 <= n; i += 64) {
+    const auto* in = reinterpret_cast<const __m128i*>(from + i);
+    const __m128i a = _mm_loadu_si128(in), b = _mm_loadu_si128(in + 1), c = _mm_loadu_si128(in + 2),
+                  d = _mm_loadu_si128(in + 3);
+    auto* out = reinterpret_cast<__m128i*>(to + i);
+    _mm_stream_si128(out, a), _mm_stream_si128(out + 1, b);
+    _mm_stream_si128(out + 2, c), _mm_stream_si128(out + 3, d);
+  }
+  std::memcpy(to + i, from + i, n - i);
+}
+#endif
+
+// Copies `count` spans of `total` bytes back to back into `dst`.
+void CopySpans(const Span* spans, size_t count, size_t total, uint8_t* dst) {
+#if defined(__x86_64__)
+  if (total >= kStreamingBytes) {
+    static const auto stream = __builtin_cpu_supports("avx512f") ? &StreamAvx512 : &StreamSse2;
+    for (size_t k = 0; k < count; ++k) {
+      stream(dst, spans[k].first, spans[k].second);
+      dst += spans[k].second;
+    }
+    _mm_sfence();  // the streamed lines are visible before the copy is handed on
+    return;
+  }
+#endif
+  (void)total;
+  for (size_t k = 0; k < count; ++k) {
+    std::memcpy(dst, spans[k].first, spans[k].second);
+    dst += spans[k].second;
+  }
+}
+
+}  // namespace
 
 void AppendVarint(uint64_t value, std::string* out) {
   while (value >= 0x80) {
@@ -38,11 +115,7 @@ const uint8_t* TensorData::contiguous() const {
 }
 
 void TensorData::CopyTo(void* dst) const {
-  auto* out = static_cast<uint8_t*>(dst);
-  for (const Span& span : spans_) {
-    std::memcpy(out, span.first, span.second);
-    out += span.second;
-  }
+  CopySpans(spans_.data(), spans_.size(), size_, static_cast<uint8_t*>(dst));
 }
 
 void TensorData::AppendTo(std::string* out) const {
@@ -136,6 +209,81 @@ absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field
   data->slices_ = std::move(slices);  // The spans point into these; moving keeps them valid.
   data->spans_ = std::move(spans);
   data->size_ = size;
+  return absl::OkStatus();
+}
+
+const uint8_t* DataFieldValues::contiguous(size_t i) const {
+  static const uint8_t kEmpty = 0;
+  const Value& v = values_[i];
+  if (v.spans == 0) return &kEmpty;
+  return v.spans == 1 ? spans_[v.first_span].first : nullptr;
+}
+
+void DataFieldValues::CopyTo(size_t i, void* dst) const {
+  const Value& v = values_[i];
+  CopySpans(spans_.data() + v.first_span, v.spans, v.bytes, static_cast<uint8_t*>(dst));
+}
+
+absl::Status ParseWithDataField(const grpc::ByteBuffer& bytes, int data_field,
+                                google::protobuf::MessageLite* message, DataFieldValues* values) {
+  *values = DataFieldValues();
+  message->Clear();
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the ", bytes.Length(), " bytes are not a valid ", message->GetTypeName()));
+  };
+  DataFieldValues parsed;
+  if (!bytes.Dump(&parsed.slices_).ok()) return invalid();
+  const std::vector<grpc::Slice>& slices = parsed.slices_;
+  // The other fields, as ranges of the received bytes: [kept.first, kept.second).
+  std::vector<std::pair<uint64_t, uint64_t>> kept;
+  uint64_t kept_from = 0;
+  SliceReader in(slices);
+  std::string scratch;  // groups' bytes, skipped by copying (bounded)
+  while (in.remaining() > 0) {
+    const uint64_t field_start = in.position();
+    uint64_t key = 0;
+    if (!ReadKey(in, &key)) return invalid();
+    uint64_t length = 0;
+    if ((key & 7) == kLengthDelimited) {
+      if (!in.ReadLength(&length) || length > in.remaining()) return invalid();
+      if (key != Key(data_field, kLengthDelimited)) {
+        if (!in.Skip(length, nullptr, nullptr)) return invalid();
+        continue;
+      }
+      if (field_start > kept_from) kept.emplace_back(kept_from, field_start);
+      DataFieldValues::Value v;
+      v.first_span = parsed.spans_.size();
+      v.bytes = static_cast<size_t>(length);
+      if (!in.Skip(length, nullptr, &parsed.spans_)) return invalid();
+      v.spans = parsed.spans_.size() - v.first_span;
+      parsed.values_.push_back(v);
+      kept_from = in.position();
+      continue;
+    }
+    scratch.clear();
+    if (CopyValue(in, key, &scratch, kMaxHeadBytes) != Copied::kOk) return invalid();
+  }
+  if (in.position() > kept_from) kept.emplace_back(kept_from, in.position());
+  // The kept ranges as sub-slices of the received ones, for protobuf to read in place.
+  std::vector<grpc::Slice> rest;
+  size_t index = 0;
+  uint64_t slice_start = 0;  // position of slices[index]
+  for (const auto& [from, to] : kept) {
+    while (slice_start + slices[index].size() <= from) slice_start += slices[index++].size();
+    for (uint64_t at = from; at < to;) {
+      const grpc::Slice& s = slices[index];
+      const uint64_t end = std::min<uint64_t>(to, slice_start + s.size());
+      rest.push_back(
+          s.sub(static_cast<size_t>(at - slice_start), static_cast<size_t>(end - slice_start)));
+      at = end;
+      if (at == slice_start + s.size() && at < to) slice_start += slices[index++].size();
+    }
+  }
+  grpc::ByteBuffer rest_bytes(rest.data(), rest.size());
+  grpc::ProtoBufferReader reader(&rest_bytes);
+  if (!message->ParseFromZeroCopyStream(&reader)) return invalid();
+  *values = std::move(parsed);  // the spans point into the slices' memory: moving keeps it
   return absl::OkStatus();
 }
 

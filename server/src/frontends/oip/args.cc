@@ -407,14 +407,20 @@ absl::StatusOr<int64_t> Elements(absl::Span<const int64_t> shape, int64_t item_s
   return numel;
 }
 
+absl::Status CheckRawSize(const InputTensor& in, uint64_t size, const std::string& field,
+                          const char* what) {
+  if (size != static_cast<uint64_t>(in.count * in.type->size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " has ", size, " bytes of ", what, " but shape ", ShapeString(in.shape),
+                     " of ", in.type->name, " needs exactly ", in.count * in.type->size, " (",
+                     in.count, " x ", in.type->size, ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckRawData(const InputTensor& in, absl::string_view bytes, const std::string& field,
                           const char* what) {
-  if (static_cast<int64_t>(bytes.size()) != in.count * in.type->size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " has ", bytes.size(), " bytes of ", what, " but shape ",
-                     ShapeString(in.shape), " of ", in.type->name, " needs exactly ",
-                     in.count * in.type->size, " (", in.count, " x ", in.type->size, ")"));
-  }
+  if (absl::Status s = CheckRawSize(in, bytes.size(), field, what); !s.ok()) return s;
   if (in.type->family == Family::kBool &&
       bytes.find_first_not_of(absl::string_view("\0\1", 2)) != absl::string_view::npos) {
     return absl::InvalidArgumentError(

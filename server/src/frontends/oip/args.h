@@ -104,8 +104,10 @@ absl::StatusOr<int64_t> Elements(absl::Span<const int64_t> shape, int64_t item_s
                                  const std::string& field, const TensorLimits& limits);
 
 // Checks `bytes` as the raw data of `in` (type and count set): exactly count * size
-// bytes, and for BOOL each byte 0 or 1 (any other makes reading a C++ bool undefined).
-// `what` names where the bytes were ("raw contents", "binary data").
+// bytes (CheckRawSize), and for BOOL each byte 0 or 1 (any other makes reading a C++ bool
+// undefined). `what` names where the bytes were ("raw contents", "binary data").
+absl::Status CheckRawSize(const InputTensor& in, uint64_t size, const std::string& field,
+                          const char* what);
 absl::Status CheckRawData(const InputTensor& in, absl::string_view bytes, const std::string& field,
                           const char* what);
 

@@ -32,7 +32,8 @@ struct InferRequest {
   std::vector<Parameter> parameters;               // the request's
   std::vector<std::string> outputs;                // the outputs asked for, in order
   std::vector<std::vector<Parameter>> output_shm;  // by output, its shm parameters; or empty
-  Scratch scratch;  // copies the inputs point into (narrowed contents, JSON data, regions)
+  Scratch scratch;  // copies the inputs point into (raw contents, narrowed contents, JSON data,
+                    // regions)
 };
 
 // One inference on its way through the pipeline, whichever binding carried it: the

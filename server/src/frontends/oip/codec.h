@@ -50,6 +50,7 @@
 #include "frontends/oip/shm.h"
 #include "kserve/v2/grpc_predict_v2.pb.h"
 #include "myops/wire/call_wire.h"
+#include "myops/wire/tensor_wire.h"
 #include "pipeline/model_stats.h"
 #include "runtime/op_registry.h"
 #include "runtime/tensor_view.h"
@@ -78,8 +79,13 @@ absl::Status DescribeStatsOf(const OpRegistry& registry, const ModelStats& stats
                              const std::string& name, const std::string& version,
                              inference::ModelStatisticsResponse* out);
 
-// Parses a ModelInferRequest (received as `bytes`). INVALID_ARGUMENT when it is not one.
-absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out);
+// Parses a ModelInferRequest (received as `bytes`) into `out`, but for its
+// raw_input_contents, which stay in the received slices, described by `raw`
+// (wire::ParseWithDataField): DecodeInferRequest copies each once, into memory of its
+// size, where protobuf would copy each into a string it grows as the bytes come (past
+// 50 MB by doubling: a second copy, twice the memory). INVALID_ARGUMENT when it is not one.
+absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out,
+                               wire::DataFieldValues* raw);
 
 // The memory to reserve before parsing a ModelInferRequest of `length` bytes of `size`
 // (wire::CheckInferRequestHead) into an ArenaRequest: the received bytes (gRPC's), the
@@ -90,14 +96,17 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
 int64_t InferParseReservation(uint64_t length, const wire::InferRequestBytes& size);
 
 // The request for model `model` (its name) with its inputs, parameters and outputs as an
-// InferRequest (binding.h): input tensors are views into `request`, which must outlive
-// them (or, for INT8, INT16 and UINT8 tensors in 32-bit typed contents, narrowed later
-// into out->scratch); an input whose parameters name a shared memory region has its head
+// InferRequest (binding.h), `raw` its raw_input_contents (ParseInferRequest): raw
+// contents are copied into out->scratch (once each, aligned for their elements; `raw` may
+// go after this), typed contents are views into `request`, which must outlive them (INT8,
+// INT16 and UINT8 tensors in 32-bit typed contents are narrowed later into out->scratch);
+// an input whose parameters name a shared memory region has its head
 // only (a region bounds it, not `limits`; BindInfer checks the reference and reads it).
 // INVALID_ARGUMENT naming the input for an unknown datatype, contents that do not match
 // the shape, both raw and typed contents (or contents and a region), a tensor over
 // `limits`.
-absl::Status DecodeInferRequest(const inference::ModelInferRequest& request, std::string model,
+absl::Status DecodeInferRequest(const inference::ModelInferRequest& request,
+                                const wire::DataFieldValues& raw, std::string model,
                                 const TensorLimits& limits, InferRequest* out);
 
 // ModelInferResponse{model_name, model_version, id, outputs, raw_output_contents} with

@@ -1,8 +1,7 @@
 // The gRPC binding's request side: a ModelInferRequest as the protocol-neutral
 // InferRequest that frontends/oip/binding.h binds to its model (see codec.h for the
 // mapping, args.h for the rules shared with the HTTP/REST binding).
-#include <grpcpp/support/proto_buffer_reader.h>
-
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/string_view.h"
@@ -31,33 +30,52 @@ absl::StatusOr<InputTensor> InputHead(const ModelInferRequest& request, int i,
   return e;
 }
 
-// Input `i` with its data (raw_input_contents(raw), or typed contents), checked against
+// Raw contents value `k` as the data of `e` (type and count set): copied once out of the
+// received slices into `scratch` (aligned for any element size; within what the parse
+// reserved), so that the slices (gRPC's read buffers, which a small request may share with
+// others) go when decoding ends, and kernels get aligned elements.
+absl::Status RawData(const wire::DataFieldValues& raw, size_t k, const std::string& field,
+                     InputTensor* e, Scratch* scratch) {
+  const size_t n = raw.size(k);
+  if (absl::Status s = CheckRawSize(*e, n, field, "raw contents"); !s.ok()) return s;
+  char* copy = scratch->emplace_back(new char[std::max<size_t>(n, 1)]).get();
+  raw.CopyTo(k, copy);
+  if (absl::Status s = CheckRawData(*e, absl::string_view(copy, n), field, "raw contents");
+      !s.ok()) {
+    return s;
+  }
+  e->data = copy;
+  e->stride = e->type->size;
+  return absl::OkStatus();
+}
+
+// Input `i` with its data (raw contents value `raw`, or typed contents), checked against
 // its shape. `raw_inputs`: how many inputs carry bytes (not shared memory): each has one
-// raw_input_contents entry, in order, when the request has any.
-absl::StatusOr<InputTensor> InputData(const ModelInferRequest& request, int i, int raw,
+// raw_input_contents value in `raw_values`, in order, when the request has any.
+absl::StatusOr<InputTensor> InputData(const ModelInferRequest& request,
+                                      const wire::DataFieldValues& raw_values, int i, int raw,
                                       int raw_inputs, const std::string& field,
-                                      const TensorLimits& limits) {
+                                      const TensorLimits& limits, Scratch* scratch) {
   const ModelInferRequest::InferInputTensor& in = request.inputs(i);
   auto head = InputHead(request, i, field, limits);
   if (!head.ok()) return head.status();
   InputTensor e = *std::move(head);
-  if (request.raw_input_contents_size() > 0) {
+  if (raw_values.count() > 0) {
     if (in.has_contents()) {
       return absl::InvalidArgumentError(absl::StrCat(
           field,
           " has typed contents in a request with raw_input_contents (use one or the other)"));
     }
-    if (request.raw_input_contents_size() != raw_inputs) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the request has ", request.raw_input_contents_size(),
-                       " raw_input_contents for ", raw_inputs,
-                       " inputs not in shared memory (one per such input, in the order of "
-                       "inputs)"));
+    if (raw_values.count() != static_cast<size_t>(raw_inputs)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the request has ", raw_values.count(), " raw_input_contents for ", raw_inputs,
+          " inputs not in shared memory (one per such input, in the order of "
+          "inputs)"));
     }
-    const std::string& raw_bytes = request.raw_input_contents(raw);
-    if (absl::Status s = CheckRawData(e, raw_bytes, field, "raw contents"); !s.ok()) return s;
-    e.data = raw_bytes.data();
-    e.stride = e.type->size;
+    if (absl::Status s = RawData(raw_values, static_cast<size_t>(raw), field, &e, scratch);
+        !s.ok()) {
+      return s;
+    }
     return e;
   }
   const inference::InferTensorContents& c = in.contents();
@@ -140,14 +158,9 @@ std::vector<Parameter> ToParameters(
 
 }  // namespace
 
-absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out) {
-  grpc::ByteBuffer copy = bytes;  // shares the slices; the reader consumes its own
-  grpc::ProtoBufferReader reader(&copy);
-  if (!out->ParseFromZeroCopyStream(&reader)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the ", bytes.Length(), " bytes are not a valid inference.ModelInferRequest"));
-  }
-  return absl::OkStatus();
+absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelInferRequest* out,
+                               wire::DataFieldValues* raw) {
+  return wire::ParseWithDataField(bytes, ModelInferRequest::kRawInputContentsFieldNumber, out, raw);
 }
 
 int64_t InferParseReservation(uint64_t length, const wire::InferRequestBytes& size) {
@@ -160,7 +173,8 @@ int64_t InferParseReservation(uint64_t length, const wire::InferRequestBytes& si
                               kPackedFactor * size.packed_arrays);
 }
 
-absl::Status DecodeInferRequest(const ModelInferRequest& request, std::string model,
+absl::Status DecodeInferRequest(const ModelInferRequest& request,
+                                const wire::DataFieldValues& raw_values, std::string model,
                                 const TensorLimits& limits, InferRequest* out) {
   out->model = std::move(model);
   // Which inputs are in shared memory (most requests: none, and no parameters).
@@ -192,7 +206,7 @@ absl::Status DecodeInferRequest(const ModelInferRequest& request, std::string mo
             absl::StrCat(field, " has both contents and a shared memory region"));
       }
     } else {
-      in = InputData(request, i, raw++, raw_inputs, field, limits);
+      in = InputData(request, raw_values, i, raw++, raw_inputs, field, limits, &out->scratch);
     }
     if (!in.ok()) return in.status();
     out->inputs.push_back(*std::move(in));

@@ -109,6 +109,9 @@ std::vector<Case> Cases() {
       {"unpacked int64 contents",
        Field(5, Field(5, Times(std::string("\x18\x00", 2), head / 2 - 8))) + Field(1, "m")});
   cases.push_back({"unknown fields", Repeated(std::string("\xf8\x01\x00", 3), head / 3)});
+  cases.push_back({"raw contents in pieces",  // 4 MiB of FP32 in 1 MiB slices
+                   Field(5, Field(1, "x") + Field(2, "FP32") + std::string("\x18\x80\x80\x40", 4)) +
+                       Field(7, std::string(big, 'a')) + Field(1, "m")});
   cases.push_back({"a small request",
                    Field(1, "myops::scale_shift") +
                        Field(5, Field(1, "x") + Field(2, "FP32") + std::string("\x18\x80\x02", 3)) +
@@ -125,8 +128,12 @@ TEST(InferParseMemory, TheReservationCoversWhatTheParseTakes) {
     const int64_t reserved = kserve::InferParseReservation(buffer.Length(), *size);
     const size_t before = HeapInUse();
     auto request = std::make_unique<ArenaRequest<ModelInferRequest>>();
-    ASSERT_TRUE(kserve::ParseInferRequest(buffer, request->get()).ok());
-    const auto taken = static_cast<int64_t>(HeapInUse() - before);
+    auto raw = std::make_unique<wire::DataFieldValues>();
+    ASSERT_TRUE(kserve::ParseInferRequest(buffer, request->get(), raw.get()).ok());
+    // Decoding copies each raw contents value out of the received slices, once.
+    int64_t copies = 0;
+    for (size_t k = 0; k < raw->count(); ++k) copies += static_cast<int64_t>(raw->size(k));
+    const auto taken = static_cast<int64_t>(HeapInUse() - before) + copies;
     // The received bytes are held by gRPC already: what the parse adds is the rest.
     const auto length = static_cast<int64_t>(buffer.Length());
     printf(

@@ -3,7 +3,9 @@
 // the tensor's data bytes never pass through a protobuf `bytes` field:
 //  - EncodeWithTensorData puts a given slice into the message as the data, uncopied;
 //  - ParseWithTensorData leaves the data in the received slices (TensorData) and parses
-//    every other field with protobuf itself.
+//    every other field with protobuf itself; ParseWithDataField does the same for the
+//    values of a repeated bytes field (inference.ModelInferRequest.raw_input_contents).
+// Copying data out of the slices (CopyTo) is the one gather of received tensor bytes.
 // The bytes are exactly protobuf's encoding, so peers using generated code interoperate.
 // Shared by the server (its unary responses) and the C++ client (its unary calls).
 #ifndef MYOPS_WIRE_TENSOR_WIRE_H_
@@ -45,7 +47,7 @@ class TensorData {
   size_t size() const { return size_; }
   // The bytes when they lie in a single span (or are empty), else nullptr.
   const uint8_t* contiguous() const;
-  // Copies all size() bytes to `dst`.
+  // Copies all size() bytes to `dst` (large copies bypass the caches: see CopySpans).
   void CopyTo(void* dst) const;
   // Appends all size() bytes to `out` (one pass: no zero-filled resize first).
   void AppendTo(std::string* out) const;
@@ -80,6 +82,49 @@ inline constexpr size_t kMaxHeadBytes = 64 << 10;
 // and references (does not copy) the data.
 absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field,
                                  google::protobuf::MessageLite* message, TensorData* data);
+
+// The values of a repeated bytes field of a parsed message (ParseWithDataField), left in
+// the received slices, which it keeps alive: one entry per value, in order. Immutable once
+// parsed; safe to read from several threads. Move-only, as TensorData.
+class DataFieldValues {
+ public:
+  DataFieldValues() = default;
+  DataFieldValues(DataFieldValues&&) = default;
+  DataFieldValues& operator=(DataFieldValues&&) = default;
+  DataFieldValues(const DataFieldValues&) = delete;
+  DataFieldValues& operator=(const DataFieldValues&) = delete;
+
+  size_t count() const { return values_.size(); }
+  size_t size(size_t i) const { return values_[i].bytes; }
+  // Value `i`'s bytes when they lie in a single span (or are empty), else nullptr.
+  const uint8_t* contiguous(size_t i) const;
+  // Copies value `i`'s size(i) bytes to `dst` (large copies bypass the caches).
+  void CopyTo(size_t i, void* dst) const;
+
+ private:
+  friend absl::Status ParseWithDataField(const grpc::ByteBuffer&, int,
+                                         google::protobuf::MessageLite*, DataFieldValues*);
+  struct Value {
+    size_t first_span = 0;
+    size_t spans = 0;
+    size_t bytes = 0;
+  };
+  std::vector<grpc::Slice> slices_;
+  std::vector<std::pair<const uint8_t*, size_t>> spans_;  // every value's, back to back
+  std::vector<Value> values_;
+};
+
+// Parses `bytes` into `message` (cleared first), except the values of its top-level
+// repeated bytes field `data_field`, which `values` describes instead, in order; `message`
+// holds none of them. Every other field is parsed by protobuf from the received slices
+// (referenced, not copied first), so that the message may carry large fields of its own
+// (packed typed contents). Accepts what protobuf's parser accepts (a `data_field` of
+// another wire type is an unknown field to both), except unknown groups whose bytes
+// exceed kMaxHeadBytes. INVALID_ARGUMENT when it does not parse; `values` is then
+// empty. Allocates the slice list, a span per piece of each value, and protobuf's parse
+// of the other fields; the data itself is referenced.
+absl::Status ParseWithDataField(const grpc::ByteBuffer& bytes, int data_field,
+                                google::protobuf::MessageLite* message, DataFieldValues* values);
 
 }  // namespace myops::wire
 

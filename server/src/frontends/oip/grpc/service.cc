@@ -29,9 +29,11 @@ struct KServeCallState : kserve::InferCall {
 // call, or its client has left the response untaken for the stall timeout.
 using InferReactor = WatchedUnaryReactor<KServeCallState>;
 
-// The request's inputs, parameters and outputs as `op`'s arguments and results.
-absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, KServeCallState* state) {
-  if (absl::Status decoded = kserve::DecodeInferRequest(*state->request, op.QualifiedName(),
+// The request's inputs (`raw` its raw contents), parameters and outputs as `op`'s
+// arguments and results.
+absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, const wire::DataFieldValues& raw,
+                            KServeCallState* state) {
+  if (absl::Status decoded = kserve::DecodeInferRequest(*state->request, raw, op.QualifiedName(),
                                                         pipeline->limits().tensor, &state->decoded);
       !decoded.ok()) {
     return decoded;
@@ -56,7 +58,10 @@ absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::tim
       !reserved.ok()) {
     return reserved;
   }
-  if (absl::Status parsed = kserve::ParseInferRequest(bytes, state->request.get()); !parsed.ok()) {
+  // The raw contents stay in the received slices until decoding copies them out.
+  wire::DataFieldValues raw;
+  if (absl::Status parsed = kserve::ParseInferRequest(bytes, state->request.get(), &raw);
+      !parsed.ok()) {
     return parsed;
   }
   const OpRegistry& registry = pipeline->registry();
@@ -64,7 +69,7 @@ absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::tim
       kserve::FindModel(registry, state->request->model_name(), state->request->model_version());
   if (!index.ok()) return index.status();
   const OpInfo& op = registry.ops()[static_cast<size_t>(*index)];
-  absl::Status decoded = DecodeForModel(pipeline, op, state);
+  absl::Status decoded = DecodeForModel(pipeline, op, raw, state);
   if (!decoded.ok()) pipeline->RecordModelFailure(*index, received);
   return decoded;
 }
