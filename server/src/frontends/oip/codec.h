@@ -88,9 +88,10 @@ absl::Status ParseInferRequest(const grpc::ByteBuffer& bytes, inference::ModelIn
                                wire::DataFieldValues* raw);
 
 // The memory to reserve before parsing a ModelInferRequest of `length` bytes of `size`
-// (wire::CheckInferRequestHead) into an ArenaRequest: the received bytes (gRPC's), the
-// parse's copy of them, the objects its head can make (messages, map nodes, strings: up
-// to kHeadFactor bytes a byte) and its packed contents' arrays (kPackedFactor times their
+// (wire::CheckInferRequestHead) into an ArenaRequest and decoding it: the received bytes
+// (gRPC's), the decode's copy of the raw contents, the objects its head can make
+// (messages, map nodes, strings, and their decoded form: up to kHeadFactor bytes a byte)
+// and its packed contents' arrays (kPackedFactor times their
 // final bytes: they grow by doubling, and on an arena the arrays outgrown stay). The
 // factors are measured (tests/server/frontends/grpc/parse_memory_test.cc).
 int64_t InferParseReservation(uint64_t length, const wire::InferRequestBytes& size);

@@ -4,9 +4,10 @@
 // wire::CheckCallRequestHead). Requests built to cost the most per byte received (1-byte
 // varints in packed int64 contents and shapes, thousands of empty inputs or arguments,
 // map entries, raw contents, unpacked contents) are parsed into the server's
-// ArenaRequest, and the heap the parse took (glibc's count of bytes in use) must stay
-// within the reservation. These cases are how the reservations' factors were measured; a
-// protobuf that grows its arrays or objects differently fails here.
+// ArenaRequest (ModelInferRequests also decoded, as the front end decodes them), and the
+// heap that took (glibc's count of bytes in use) must stay within the reservation. These cases are
+// how the reservations' factors were measured; a protobuf that grows its arrays or objects
+// differently fails here.
 #include <malloc.h>
 
 #include <gtest/gtest.h>
@@ -130,10 +131,11 @@ TEST(InferParseMemory, TheReservationCoversWhatTheParseTakes) {
     auto request = std::make_unique<ArenaRequest<ModelInferRequest>>();
     auto raw = std::make_unique<wire::DataFieldValues>();
     ASSERT_TRUE(kserve::ParseInferRequest(buffer, request->get(), raw.get()).ok());
-    // Decoding copies each raw contents value out of the received slices, once.
-    int64_t copies = 0;
-    for (size_t k = 0; k < raw->count(); ++k) copies += static_cast<int64_t>(raw->size(k));
-    const auto taken = static_cast<int64_t>(HeapInUse() - before) + copies;
+    // Decoding makes the protocol-neutral form and copies each raw contents value out of
+    // the received slices; the reservation covers both (a refusal decodes less).
+    kserve::InferRequest decoded;
+    (void)kserve::DecodeInferRequest(**request, *raw, "m", TensorLimits{}, &decoded);
+    const auto taken = static_cast<int64_t>(HeapInUse() - before);
     // The received bytes are held by gRPC already: what the parse adds is the rest.
     const auto length = static_cast<int64_t>(buffer.Length());
     printf(
