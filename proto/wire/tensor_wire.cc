@@ -212,13 +212,6 @@ absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field
   return absl::OkStatus();
 }
 
-const uint8_t* DataFieldValues::contiguous(size_t i) const {
-  static const uint8_t kEmpty = 0;
-  const Value& v = values_[i];
-  if (v.spans == 0) return &kEmpty;
-  return v.spans == 1 ? spans_[v.first_span].first : nullptr;
-}
-
 void DataFieldValues::CopyTo(size_t i, void* dst) const {
   const Value& v = values_[i];
   CopySpans(spans_.data() + v.first_span, v.spans, v.bytes, static_cast<uint8_t*>(dst));

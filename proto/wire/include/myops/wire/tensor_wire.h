@@ -96,9 +96,8 @@ class DataFieldValues {
 
   size_t count() const { return values_.size(); }
   size_t size(size_t i) const { return values_[i].bytes; }
-  // Value `i`'s bytes when they lie in a single span (or are empty), else nullptr.
-  const uint8_t* contiguous(size_t i) const;
-  // Copies value `i`'s size(i) bytes to `dst` (large copies bypass the caches).
+  // Copies value `i`'s size(i) bytes to `dst` (large copies bypass the caches). Decoding
+  // always copies: a view would pin gRPC's read buffers for the call's life.
   void CopyTo(size_t i, void* dst) const;
 
  private:
