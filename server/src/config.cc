@@ -100,7 +100,8 @@ void AddLimitFlags(CLI::App& app, ServiceLimits* l) {
       "MYOPS_MAX_CONCURRENT_STREAMS");
   env(app.add_option("--http2-window-bytes", l->http2_window_bytes,
                      "HTTP/2 receive window per stream and connection, bytes: what a client "
-                     "may send ahead of the server's reads")
+                     "may send ahead of the server's reads (a stream the server is reading "
+                     "may also send the rest of its message)")
           ->check(CLI::Range(int64_t{65535}, int64_t{1} << 30)),
       "MYOPS_HTTP2_WINDOW_BYTES");
   env(app.add_option("--stall-timeout-ms", l->stall_timeout_ms,

@@ -114,8 +114,9 @@ void ConfigureTransport(const ServerOptions& options, int64_t budget_bytes,
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               clamp(options.limits.max_concurrent_streams));
   // A fixed receive window: no round trip for requests under it, and no more held for a
-  // stream the server stopped reading (frontends/grpc/http2_window.h).
-  SetFixedHttp2Window(options.limits.http2_window_bytes, builder);
+  // stream the server stopped reading; a stream it reads gets the rest of its message at
+  // once (frontends/grpc/http2_window.h).
+  SetHttp2Windows(options.limits.http2_window_bytes, options.limits.max_message_bytes, builder);
   auto millis = [&clamp](std::chrono::milliseconds ms) { return clamp(ms.count()); };
   if (options.max_connection_age.count() > 0) {
     builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, millis(options.max_connection_age));
@@ -285,6 +286,8 @@ std::string Server::Describe() const {
       " http2_window_bytes=",
       FixedHttp2WindowBytes() > 0 ? absl::StrCat(FixedHttp2WindowBytes())
                                   : "65535 (gRPC without the window hook)",
+      " http2_read_grant_bytes=",
+      Http2ReadGrantBytes() > 0 ? absl::StrCat(Http2ReadGrantBytes()) : "1048576 (gRPC's own)",
       health_server_ ? " | plaintext health on " + bound(options_.health_address, health_port_)
                      : "",
       http_ ? " | http on " + bound(options_.http_address, http_->port()) +
