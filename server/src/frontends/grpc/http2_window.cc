@@ -61,6 +61,19 @@ constexpr const char* kCheckedCoreVersion = "29.0.0";
 constexpr int64_t kGrpcReadAheadBytes = int64_t{1} << 20;
 constexpr int64_t kMaxWindowUpdateBytes = std::numeric_limits<int32_t>::max();
 
+// libgrpc's own DesiredAnnounceSize, and the one its calls bind to (the first definition
+// in the process's global scope).
+constexpr const char* kDesiredAnnounceSize =
+    "_ZNK9grpc_core6chttp217StreamFlowControl19DesiredAnnounceSizeEv";
+void* GrpcsDesiredAnnounceSize() {
+  static void* const own = dlsym(RTLD_NEXT, kDesiredAnnounceSize);
+  return own;
+}
+bool ReadGrantBound() {
+  void* bound = dlsym(RTLD_DEFAULT, kDesiredAnnounceSize);
+  return bound != nullptr && bound != GrpcsDesiredAnnounceSize();
+}
+
 class FixedWindow final : public grpc_core::chttp2::TestOnlyTransportTargetWindowEstimatesMocker {
  public:
   double ComputeNextTargetInitialWindowSizeFromPeriodicUpdate(double) override {
@@ -77,10 +90,13 @@ bool SetHttp2Windows(int64_t window_bytes, int64_t max_message_bytes,
   if (std::strcmp(grpc_version_string(), kCheckedCoreVersion) == 0) {
     const int64_t window = std::clamp(window_bytes, kMinHttp2WindowBytes, kMaxHttp2WindowBytes);
     g_window_bytes.store(window, std::memory_order_relaxed);
-    // The rest of one message and its 5-byte prefix, within HTTP/2's largest window.
-    g_read_grant_bytes.store(
-        std::clamp<int64_t>(max_message_bytes + 5, 0, std::numeric_limits<int32_t>::max() - window),
-        std::memory_order_relaxed);
+    // The rest of one message and its 5-byte prefix, within HTTP/2's largest window; only
+    // where libgrpc's calls reach this file's definition (the executable exports it).
+    g_read_grant_bytes.store(ReadGrantBound()
+                                 ? std::clamp<int64_t>(max_message_bytes + 5, 0,
+                                                       std::numeric_limits<int32_t>::max() - window)
+                                 : 0,
+                             std::memory_order_relaxed);
     // Set once, before any connection can read it; the hook lives as long as the process.
     static const bool installed = [] {
       grpc_core::chttp2::g_test_only_transport_target_window_estimates_mocker = new FixedWindow();
@@ -114,9 +130,9 @@ int64_t StreamFlowControl::DesiredAnnounceSize() const {
   const int64_t grant = g_read_grant_bytes.load(std::memory_order_relaxed);
   if (grant == 0) {
     using Own = int64_t (*)(const StreamFlowControl*);
-    static const Own own = reinterpret_cast<Own>(
-        dlsym(RTLD_NEXT, "_ZNK9grpc_core6chttp217StreamFlowControl19DesiredAnnounceSizeEv"));
-    if (own != nullptr) return own(this);
+    if (auto own = reinterpret_cast<Own>(myops::server::GrpcsDesiredAnnounceSize())) {
+      return own(this);
+    }
   }
   int64_t desired = announced_window_delta_;
   if (min_progress_size_ > 0) {

@@ -59,7 +59,8 @@ int64_t FixedHttp2WindowBytes();
 
 // The longest rest of a message a stream is granted at once (the largest message and its
 // 5-byte prefix, less any part of HTTP/2's largest window the fixed window takes); 0 when
-// none is set (gRPC's 1 MiB read-ahead).
+// none is set, or libgrpc's calls do not reach the server's definition (the executable
+// does not export it): gRPC's 1 MiB read-ahead.
 int64_t Http2ReadGrantBytes();
 
 }  // namespace myops::server
