@@ -258,7 +258,7 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
   // the budget (or the client's share) grants fails without allocating it.
   state->charge = std::make_shared<CallCharge>(this, state->account);
   state->call.memory = state->charge;
-  const int64_t decode_ns = Nanos(Clock::now() - start);
+  const int64_t decode_ns = Nanos(Clock::now() - start) - state->prepare_wait_ns;
   executor_->Submit(std::move(job), [this, state, start, decode_ns, &op, done = std::move(done)](
                                         absl::Status status, const JobTiming& t) {
     const auto computed = Clock::now();
@@ -277,8 +277,9 @@ void Pipeline::ProcessCall(CallState* state, Clock::time_point received,
         state->call.results.clear();  // and with them their memory
       }
     }
-    const Timing timing =
+    Timing timing =
         status.ok() ? MakeTiming(start, decode_ns, Nanos(Clock::now() - computed), t) : Timing();
+    if (status.ok()) timing.queue_ns += state->prepare_wait_ns;
     Release();
     done(std::move(status), timing);
   });

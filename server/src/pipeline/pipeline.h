@@ -100,6 +100,9 @@ struct CallState {
   std::shared_ptr<CallCharge> charge;
   BudgetReservation result_reservation;  // the results beyond `charge`'s, once they exist
   int64_t received_bytes = 0;
+  // How long the request waited for a worker to prepare it (Prepare), counted in its
+  // Timing's queue_ns rather than decode_ns.
+  int64_t prepare_wait_ns = 0;
   // The front end's own limit on the request, from its receipt (KServe's "timeout"
   // parameter), on top of the RPC's deadline; 0: none.
   int64_t timeout_us = 0;
@@ -160,6 +163,14 @@ class Pipeline {
   void ProcessCall(CallState* state, Clock::time_point received,
                    std::chrono::system_clock::time_point deadline,
                    std::function<bool()> is_cancelled, Done done);
+
+  // Runs a front end's `prepare` of `state`'s request (its parse and decode, ending in
+  // ProcessCall or a refusal) where Executor::Prepare says for `input_bytes` of tensor
+  // contents: a large request's on a CPU worker. Reserve its budget first
+  // (ReserveCallRequest): it may wait for a worker. The wait counts as queue time.
+  void Prepare(int64_t input_bytes, CallState* state, std::function<void()> prepare) {
+    executor_->Prepare(input_bytes, &state->prepare_wait_ns, std::move(prepare));
+  }
 
   // Reserves `bytes` for what a front end holds beyond a request and its results (JSON
   // text, inputs copied out of shared memory, chunks of a request), counted against

@@ -30,10 +30,13 @@ int64_t Nanos(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
 }
 
+// A job, or (`prepare` set) a request's preparation (Executor::Prepare).
 struct Task {
   Job job;
   JobDone done;
   Clock::time_point enqueued;
+  std::function<void()> prepare;
+  int64_t* waited_ns = nullptr;  // set before `prepare` runs
 };
 
 // The queue and workers of one device. runners[i] (CUDA devices only) belongs to
@@ -48,6 +51,9 @@ struct DeviceQueue {
   std::vector<std::unique_ptr<DeviceRunner>> runners;
   std::vector<std::thread> workers;
 };
+
+// The queue whose worker this thread is; null on every other thread.
+thread_local const DeviceQueue* t_worker_queue = nullptr;
 
 class ExecutorImpl final : public Executor {
  public:
@@ -77,6 +83,7 @@ class ExecutorImpl final : public Executor {
           }
         }
       }
+      if (d.kind == DeviceKind::kCpu && cpu_queue_ == nullptr) cpu_queue_ = q.get();
       queues_.push_back(std::move(q));
     }
     int total = 0;
@@ -106,9 +113,11 @@ class ExecutorImpl final : public Executor {
 
   void Submit(Job job, JobDone done) override {
     DeviceQueue& q = *queues_.at(static_cast<size_t>(job.device_slot));
-    Task task{std::move(job), std::move(done), Clock::now()};
+    Task task{std::move(job), std::move(done), Clock::now(), nullptr, nullptr};
+    // On a worker of its own queue (a prepared request's job), a job runs where it is.
     if (q.device.kind == DeviceKind::kCpu &&
-        task.job.call->input_bytes <= options_.inline_max_bytes && !IsProgram(task.job.call->op)) {
+        (t_worker_queue == &q || (task.job.call->input_bytes <= options_.inline_max_bytes &&
+                                  !IsProgram(task.job.call->op)))) {
       // Announce the inline run before checking `closed_` (both seq_cst): either Shutdown
       // sees it and waits for it, or this thread sees `closed_` and rejects the job.
       inline_running_.fetch_add(1);
@@ -132,6 +141,20 @@ class ExecutorImpl final : public Executor {
     task.done(absl::UnavailableError("the server is shutting down"), JobTiming{0, 0, q.name});
   }
 
+  void Prepare(int64_t input_bytes, int64_t* waited_ns, std::function<void()> prepare) override {
+    DeviceQueue* q = cpu_queue_;
+    if (q != nullptr && input_bytes > options_.inline_max_bytes && t_worker_queue == nullptr) {
+      absl::MutexLock lock(&q->mu);
+      if (!q->closed) {
+        q->tasks.push_back(Task{Job{}, nullptr, Clock::now(), std::move(prepare), waited_ns});
+        q->cv.Signal();
+        return;
+      }
+    }
+    *waited_ns = 0;
+    prepare();
+  }
+
   void Shutdown() override {
     closed_.store(true);
     while (inline_running_.load() > 0) std::this_thread::yield();  // inline jobs finish
@@ -149,6 +172,7 @@ class ExecutorImpl final : public Executor {
  private:
   void WorkerLoop(DeviceQueue* q, DeviceRunner& runner) {
     at::init_num_threads();  // this thread's intra-op thread count
+    t_worker_queue = q;
     for (;;) {
       std::optional<Task> task;
       {
@@ -158,7 +182,12 @@ class ExecutorImpl final : public Executor {
         task.emplace(std::move(q->tasks.front()));
         q->tasks.pop_front();
       }
-      RunTask(*task, runner, q->name, *info_.registry);
+      if (task->prepare) {
+        *task->waited_ns = Nanos(Clock::now() - task->enqueued);
+        task->prepare();
+      } else {
+        RunTask(*task, runner, q->name, *info_.registry);
+      }
     }
   }
 
@@ -185,6 +214,7 @@ class ExecutorImpl final : public Executor {
   RuntimeInfo info_;
   std::unique_ptr<DeviceRunner> cpu_runner_;
   std::vector<std::unique_ptr<DeviceQueue>> queues_;  // one per device slot; fixed after Start
+  DeviceQueue* cpu_queue_ = nullptr;  // the CPU's among queues_ (null: none); fixed after Start
   // The inline path's shutdown handshake, lock-free (it is the small-request fast path):
   // set by Shutdown; inline jobs running on submitting threads.
   std::atomic<bool> closed_{false};

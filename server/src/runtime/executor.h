@@ -74,7 +74,7 @@ struct RuntimeInfo {
   int workers = 0;
 };
 
-// Thread-safe: Submit may be called from any number of threads concurrently.
+// Thread-safe: Submit and Prepare may be called from any number of threads concurrently.
 class Executor {
  public:
   // Loads the operator libraries, detects devices, builds the registry of the served
@@ -86,7 +86,24 @@ class Executor {
   virtual const RuntimeInfo& info() const = 0;
 
   // Never blocks on other jobs. After Shutdown, jobs are rejected with UNAVAILABLE.
+  // A CPU job submitted from a CPU worker (from Prepare's `prepare`) runs on that worker.
   virtual void Submit(Job job, JobDone done) = 0;
+
+  // Runs `prepare` exactly once: a front end's parse and decode of a request with
+  // `input_bytes` of tensor contents, ending in its Submit or its refusal. Where a CPU
+  // job of that size would run inline (at most inline_max_bytes), on the calling thread;
+  // a larger one on a CPU worker, so that the calling thread (gRPC's, which also reads
+  // every connection) goes on reading while the request is parsed and copied; a CPU job
+  // submitted from there runs on that worker. On the calling thread when there are no
+  // CPU workers, from a worker, or after Shutdown (its job is then refused). Before it
+  // runs, `*waited_ns` is set to how long it waited for a worker (0 on the calling
+  // thread). Never blocks on other jobs. What a waiting request holds is the front end's
+  // to have reserved before (Pipeline::ReserveCallRequest). The default (executors for
+  // tests) runs it on the calling thread.
+  virtual void Prepare(int64_t input_bytes, int64_t* waited_ns, std::function<void()> prepare) {
+    *waited_ns = 0;
+    prepare();
+  }
 
   // Runs what is queued, then joins the workers. Idempotent.
   virtual void Shutdown() = 0;

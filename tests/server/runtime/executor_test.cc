@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -147,6 +148,70 @@ TEST(ExecutorTest, ShutdownRunsWhatIsQueued) {
   }
   e->Shutdown();
   EXPECT_EQ(ok, 32);
+}
+
+// What one Prepare saw: where `prepare` ran, and where its job's `done` ran and whether
+// before the job's Submit returned (on the same thread: no second hand-off).
+struct Prepared {
+  std::thread::id prepared_on, done_on;
+  bool done_within_submit = false;
+  absl::Status status;
+  int64_t waited_ns = -1;
+};
+
+// Prepares a request of `input_bytes` whose preparation submits `b`'s job; returns
+// once its `done` has run.
+Prepared PrepareAndRun(Executor& e, int64_t input_bytes, Buffers* b) {
+  Prepared p;
+  std::promise<void> finished;
+  std::atomic<bool> submitted{false};  // outlives `prepare`: `done` may run after it
+  e.Prepare(input_bytes, &p.waited_ns, [&] {
+    p.prepared_on = std::this_thread::get_id();
+    e.Submit(b->job, [&](absl::Status s, const JobTiming&) {
+      p.done_on = std::this_thread::get_id();
+      p.done_within_submit = !submitted.load();
+      p.status = std::move(s);
+      finished.set_value();
+    });
+    submitted.store(true);
+  });
+  finished.get_future().wait();
+  return p;
+}
+
+TEST(ExecutorTest, LargeRequestsArePreparedOnAWorkerThatAlsoRunsTheirJob) {
+  auto e = CpuExecutor(/*inline_max_bytes=*/4096);
+  // 4 KiB of input: inline on the caller, its job too (it is within the inline size).
+  auto small = MakeJob(*e->info().registry, DType::kFloat32, {1024}, 2.0, 1.0);
+  Prepared p = PrepareAndRun(*e, 4096, small.get());
+  EXPECT_EQ(p.prepared_on, std::this_thread::get_id());
+  EXPECT_EQ(p.done_on, std::this_thread::get_id());
+  EXPECT_EQ(p.waited_ns, 0);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(small->out, testing::ReferenceScaleShift(DType::kFloat32, {1024}, small->in, 2.0, 1.0));
+  // One byte more: on a worker; its job (queued when submitted from this thread) runs
+  // right there, within its Submit.
+  auto large = MakeJob(*e->info().registry, DType::kFloat32, {1025}, 2.0, 1.0);
+  p = PrepareAndRun(*e, 4097, large.get());
+  EXPECT_NE(p.prepared_on, std::this_thread::get_id());
+  EXPECT_EQ(p.done_on, p.prepared_on);
+  EXPECT_TRUE(p.done_within_submit);
+  EXPECT_GE(p.waited_ns, 0);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(large->out, testing::ReferenceScaleShift(DType::kFloat32, {1025}, large->in, 2.0, 1.0));
+}
+
+// After Shutdown a preparation still runs (on the caller: the front end must answer its
+// request), and the job it submits is refused.
+TEST(ExecutorTest, PrepareAfterShutdownRunsOnTheCallerAndItsJobIsRefused) {
+  auto e = CpuExecutor(/*inline_max_bytes=*/4096);
+  e->Shutdown();
+  auto b = MakeJob(*e->info().registry, DType::kFloat32, {4096}, 2.0, 1.0);
+  Prepared p = PrepareAndRun(*e, 1 << 20, b.get());
+  EXPECT_EQ(p.prepared_on, std::this_thread::get_id());
+  EXPECT_EQ(p.waited_ns, 0);
+  EXPECT_EQ(p.status.code(), absl::StatusCode::kUnavailable) << p.status;
+  EXPECT_EQ(b->out, std::string(b->in.size(), '\xff'));  // untouched
 }
 
 TEST(ExecutorTest, ReportsDevicesAndOperators) {

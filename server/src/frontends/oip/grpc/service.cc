@@ -23,6 +23,12 @@ namespace {
 struct KServeCallState : kserve::InferCall {
   ArenaRequest<inference::ModelInferRequest> request;
   kserve::InferRequest decoded;
+  // A unary ModelInfer's own, for its preparation (PrepareInfer): gRPC's, valid until the
+  // call is finished; when gRPC got the request.
+  grpc::CallbackServerContext* context = nullptr;
+  const grpc::ByteBuffer* bytes = nullptr;
+  grpc::ByteBuffer* response = nullptr;
+  Clock::time_point received;
 };
 
 // Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
@@ -44,12 +50,11 @@ absl::Status DecodeForModel(Pipeline* pipeline, const OpInfo& op, const wire::Da
   return kserve::BindInfer(op, pipeline->regions(*state), reserve, &state->decoded, state);
 }
 
-// Bounds the request's head, reserves the budget for what its parse may take
-// (kserve::InferParseReservation), then parses it and decodes its inputs and parameters
-// into `state`.
-// A request whose inputs do not decode counts as a failure of its model from `received`.
-absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::time_point received,
-                   KServeCallState* state) {
+// Bounds the request's head and reserves the budget for what its parse may take
+// (kserve::InferParseReservation): cheap, on the receiving thread, before the request
+// waits anywhere. Returns the bytes of its tensor contents (those beyond its head).
+absl::StatusOr<int64_t> Reserve(Pipeline* pipeline, const grpc::ByteBuffer& bytes,
+                                KServeCallState* state) {
   auto size = wire::CheckInferRequestHead(bytes);
   if (!size.ok()) return size.status();
   if (absl::Status reserved =
@@ -58,6 +63,13 @@ absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::tim
       !reserved.ok()) {
     return reserved;
   }
+  return static_cast<int64_t>(bytes.Length() - size->head);
+}
+
+// Parses a reserved request and decodes its inputs and parameters into `state`.
+// A request whose inputs do not decode counts as a failure of its model from `received`.
+absl::Status ParseReserved(Pipeline* pipeline, const grpc::ByteBuffer& bytes,
+                           Clock::time_point received, KServeCallState* state) {
   // The raw contents stay in the received slices until decoding copies them out.
   wire::DataFieldValues raw;
   if (absl::Status parsed = kserve::ParseInferRequest(bytes, state->request.get(), &raw);
@@ -72,6 +84,41 @@ absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::tim
   absl::Status decoded = DecodeForModel(pipeline, op, raw, state);
   if (!decoded.ok()) pipeline->RecordModelFailure(*index, received);
   return decoded;
+}
+
+absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::time_point received,
+                   KServeCallState* state) {
+  if (auto reserved = Reserve(pipeline, bytes, state); !reserved.ok()) return reserved.status();
+  return ParseReserved(pipeline, bytes, received, state);
+}
+
+// A reserved unary ModelInfer's parse, decode and call, then its response; counted in
+// `rpc`.
+void PrepareInfer(Pipeline* pipeline, Metrics::Rpc* rpc, InferReactor* reactor) {
+  KServeCallState& state = reactor->state;
+  if (absl::Status parsed = ParseReserved(pipeline, *state.bytes, state.received, &state);
+      !parsed.ok()) {
+    pipeline->metrics().Record(rpc, parsed, {}, 0);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return;
+  }
+  grpc::CallbackServerContext* context = state.context;
+  pipeline->ProcessCall(
+      &state, state.received, context->deadline(), [context] { return context->IsCancelled(); },
+      [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
+        KServeCallState& state = reactor->state;
+        if (status.ok()) {
+          auto outputs = kserve::InferOutputs(state);
+          if (outputs.ok()) {
+            *state.response = kserve::EncodeInferResponse(*state.request, *outputs, state.call);
+          } else {
+            status = outputs.status();
+          }
+        }
+        pipeline->metrics().Record(rpc, status, timing,
+                                   static_cast<uint64_t>(state.call.input_bytes));
+        reactor->FinishWatched(ToGrpcStatus(status));
+      });
 }
 
 // ModelStreamInfer's steps for StreamReactor: errors travel in the stream as
@@ -195,27 +242,19 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
   KServeCallState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());
-  if (absl::Status parsed = Parse(pipeline_, *request, received, &state); !parsed.ok()) {
-    pipeline_->metrics().Record(infer_rpc_, parsed, {}, 0);
-    reactor->Finish(ToGrpcStatus(parsed));
+  auto contents = Reserve(pipeline_, *request, &state);
+  if (!contents.ok()) {
+    pipeline_->metrics().Record(infer_rpc_, contents.status(), {}, 0);
+    reactor->Finish(ToGrpcStatus(contents.status()));
     return reactor;
   }
-  pipeline_->ProcessCall(
-      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
-      [this, reactor, response](absl::Status status, const Timing& timing) {
-        KServeCallState& state = reactor->state;
-        if (status.ok()) {
-          auto outputs = kserve::InferOutputs(state);
-          if (outputs.ok()) {
-            *response = kserve::EncodeInferResponse(*state.request, *outputs, state.call);
-          } else {
-            status = outputs.status();
-          }
-        }
-        pipeline_->metrics().Record(infer_rpc_, status, timing,
-                                    static_cast<uint64_t>(state.call.input_bytes));
-        reactor->FinishWatched(ToGrpcStatus(status));
-      });
+  state.context = context;
+  state.bytes = request;
+  state.response = response;
+  state.received = received;
+  // A large request is parsed on a worker, while this thread reads on.
+  pipeline_->Prepare(*contents, &state,
+                     [this, reactor] { PrepareInfer(pipeline_, infer_rpc_, reactor); });
   return reactor;
 }
 
