@@ -13,6 +13,8 @@
 #include "frontends/grpc/tensor_slice.h"
 #include "frontends/oip/datatypes.h"
 #include "myops/wire/call_wire.h"
+#include "myops/wire/slice_reader.h"
+#include "myops/wire/tensor_wire.h"
 
 namespace myops::server::kserve {
 using inference::ModelInferRequest;
@@ -117,20 +119,50 @@ void MarkFinal(ModelInferResponse* response) {
   (*response->mutable_parameters())["triton_final_response"].set_bool_param(true);
 }
 
+void AppendLengthDelimited(int field, absl::string_view bytes, std::string* out) {
+  wire::AppendVarint(wire::detail::Key(field, wire::detail::kLengthDelimited), out);
+  wire::AppendVarint(bytes.size(), out);
+  out->append(bytes.data(), bytes.size());
+}
+
+// A proto3 string field: written unless empty.
+void AppendString(int field, absl::string_view s, std::string* out) {
+  if (!s.empty()) AppendLengthDelimited(field, s, out);
+}
+
+// One ModelInferResponse.InferOutputTensor without contents: name, datatype, packed shape.
+std::string OutputHead(const OutputTensor& o) {
+  using Output = ModelInferResponse::InferOutputTensor;
+  std::string out;
+  AppendString(Output::kNameFieldNumber, o.name, &out);
+  AppendString(Output::kDatatypeFieldNumber, o.datatype(), &out);
+  if (!o.shape.empty()) {
+    std::string shape;
+    for (int64_t d : o.shape) wire::AppendVarint(static_cast<uint64_t>(d), &shape);
+    AppendLengthDelimited(Output::kShapeFieldNumber, shape, &out);
+  }
+  return out;
+}
+
+// The response's fields before its raw contents, written as protobuf writes them (in
+// field order; the codec test holds them to protobuf's bytes), without building the
+// message: its model, version, id, (on a stream, the final-response mark,) outputs.
 wire::MessageWriter InferResponseWriter(const ModelInferRequest& request,
                                         const std::vector<OutputTensor>& outputs,
                                         const OpCall& call, bool stream) {
-  ModelInferResponse head;
-  head.set_model_name(request.model_name());
-  head.set_model_version(kModelVersion);
-  head.set_id(request.id());
-  if (stream) MarkFinal(&head);
+  std::string head;
+  AppendString(ModelInferResponse::kModelNameFieldNumber, request.model_name(), &head);
+  AppendString(ModelInferResponse::kModelVersionFieldNumber, kModelVersion, &head);
+  AppendString(ModelInferResponse::kIdFieldNumber, request.id(), &head);
+  if (stream) {
+    ModelInferResponse final_mark;  // its one field: parameters
+    MarkFinal(&final_mark);
+    head += final_mark.SerializeAsString();
+  }
   std::vector<grpc::Slice> contents;
+  contents.reserve(outputs.size());
   for (const OutputTensor& o : outputs) {
-    auto* out = head.add_outputs();
-    out->set_name(o.name);
-    out->set_datatype(o.datatype());
-    for (int64_t d : o.shape) out->add_shape(d);
+    AppendLengthDelimited(ModelInferResponse::kOutputsFieldNumber, OutputHead(o), &head);
     if (o.in_shared_memory) {
       contents.emplace_back();  // keeps raw_output_contents indexed like outputs
     } else if (o.is_tensor) {
@@ -142,7 +174,7 @@ wire::MessageWriter InferResponseWriter(const ModelInferRequest& request,
     }
   }
   wire::MessageWriter writer;
-  writer.AppendBytes(head.SerializeAsString());
+  writer.AppendBytes(head);
   for (const grpc::Slice& s : contents) {
     writer.AppendData(ModelInferResponse::kRawOutputContentsFieldNumber, s);
   }

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "arg_info.h"
+#include "myops/wire/tensor_wire.h"
 #include "owned_result.h"
 
 namespace myops::server::kserve {
@@ -483,6 +484,67 @@ TEST(KServeCodec, ResponsesHoldTheirResultTensorsMemory) {
   EXPECT_EQ(values[1], -2.0f);
   response.Clear();
   EXPECT_TRUE(freed);
+}
+
+// The response is written by hand, without building the message: its bytes must be the
+// ones protobuf writes for the same response (field order, packed shapes, empty strings
+// left out), unary and on a stream, for tensors, BYTES and outputs in shared memory.
+TEST(KServeCodec, ResponsesAreTheBytesProtobufWrites) {
+  auto tensor = [](std::string name, const char* type, std::vector<int64_t> shape,
+                   std::string bytes) {
+    OutputTensor o;
+    o.name = std::move(name);
+    o.type = type == nullptr ? nullptr : FindDatatype(type);
+    o.shape = std::move(shape);
+    o.owned = std::move(bytes);  // sent as given (not a result tensor)
+    return o;
+  };
+  std::vector<std::vector<OutputTensor>> cases;
+  cases.push_back({tensor("0", "FP32", {2}, std::string(8, 'a'))});
+  cases.push_back({tensor("out", "FP16", {}, std::string(2, 'b')),
+                   tensor("x__1", nullptr, {1, 0, 300, int64_t{1} << 40}, ""),
+                   tensor("", "INT64", {3}, std::string(24, '\0'))});
+  OutputTensor shm = tensor("r", "FP64", {4}, "");
+  shm.in_shared_memory = true;
+  cases.push_back({shm, tensor("s", "BOOL", {1}, std::string(1, '\1'))});
+  cases.push_back({});
+  const OpCall call;
+  for (const char* id : {"", "request-7"}) {
+    for (const auto& outputs : cases) {
+      for (bool stream : {false, true}) {
+        SCOPED_TRACE(std::string("id '") + id + "', " + std::to_string(outputs.size()) +
+                     " outputs" + (stream ? ", stream" : ""));
+        inference::ModelInferRequest request;
+        request.set_model_name("myops::scale_shift");
+        request.set_id(id);
+        inference::ModelInferResponse expected;
+        expected.set_model_name(request.model_name());
+        expected.set_model_version(kModelVersion);
+        expected.set_id(id);
+        if (stream) {
+          (*expected.mutable_parameters())["triton_final_response"].set_bool_param(true);
+        }
+        for (const OutputTensor& o : outputs) {
+          auto* out = expected.add_outputs();
+          out->set_name(o.name);
+          out->set_datatype(o.datatype());
+          for (int64_t d : o.shape) out->add_shape(d);
+          expected.add_raw_output_contents(o.owned);
+        }
+        std::string want = expected.SerializeAsString();
+        grpc::ByteBuffer got = EncodeInferResponse(request, outputs, call);
+        if (stream) {
+          inference::ModelStreamInferResponse wrapped;
+          *wrapped.mutable_infer_response() = expected;
+          want = wrapped.SerializeAsString();
+          got = EncodeStreamInferResponse(request, outputs, call);
+        }
+        std::string bytes;
+        ASSERT_TRUE(wire::Flatten(got, &bytes));
+        EXPECT_EQ(bytes, want);
+      }
+    }
+  }
 }
 
 }  // namespace
