@@ -59,7 +59,7 @@ void AddExecutorFlags(CLI::App& app, ExecutorOptions* e) {
       "MYOPS_INTRA_OP_THREADS");
   env(app.add_option("--inline-max-bytes", e->inline_max_bytes,
                      "CPU requests up to this many bytes run on the gRPC thread (0: never); "
-                     "larger ModelInfer requests are also parsed on a CPU worker")
+                     "larger unary requests are also parsed on a CPU worker")
           ->check(CLI::NonNegativeNumber),
       "MYOPS_INLINE_MAX_BYTES");
 }

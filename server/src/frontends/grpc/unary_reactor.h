@@ -14,16 +14,31 @@
 
 #include "frontends/grpc/response_watch.h"
 #include "pipeline/pipeline.h"
+#include "util/clock.h"
 
 namespace myops::server {
 
 template <typename State>
 class WatchedUnaryReactor final : public grpc::ServerUnaryReactor, private ResponseWatch::Call {
  public:
-  WatchedUnaryReactor(grpc::CallbackServerContext* context, ResponseWatch* watch)
-      : context_(context), watch_(watch) {}
+  // `request` and `response`: the handler's, gRPC's until the call is finished;
+  // `received`: when the handler got the request.
+  WatchedUnaryReactor(grpc::CallbackServerContext* context, ResponseWatch* watch,
+                      const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+                      Clock::time_point received)
+      : request(request),
+        response(response),
+        received(received),
+        context_(context),
+        watch_(watch) {}
 
   State state;
+  // For what finishes the call after its handler returned (a request prepared on a
+  // worker, Pipeline::Prepare).
+  const grpc::ByteBuffer* const request;
+  grpc::ByteBuffer* const response;
+  const Clock::time_point received;
+  grpc::CallbackServerContext* context() const { return context_; }
 
   // Finishes the call with `status` and, when it is OK (a response message is sent,
   // which the client's flow control can hold; a status alone cannot be held), watches

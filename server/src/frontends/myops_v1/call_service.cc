@@ -33,15 +33,25 @@ struct V1CallState : CallState {
 // stall timeout.
 using CallReactor = WatchedUnaryReactor<V1CallState>;
 
-// Checks the request's head, reserves the budget for what its parse can take, and parses
-// it.
-absl::Status ParseHead(Pipeline* pipeline, const grpc::ByteBuffer& bytes, V1CallState* state) {
+// Checks the request's head and reserves the budget for what its parse can take;
+// returns the bytes of its tensor data (those beyond its head).
+absl::StatusOr<int64_t> ReserveHead(Pipeline* pipeline, const grpc::ByteBuffer& bytes,
+                                    V1CallState* state) {
   auto head = wire::CheckCallRequestHead(bytes);
   if (!head.ok()) return head.status();
   if (absl::Status reserved = pipeline->ReserveCallRequest(
           static_cast<int64_t>(bytes.Length()), CallParseReservation(bytes.Length(), *head), state);
       !reserved.ok()) {
     return reserved;
+  }
+  return static_cast<int64_t>(bytes.Length() - *head);
+}
+
+// Checks the request's head, reserves the budget for what its parse can take, and parses
+// it.
+absl::Status ParseHead(Pipeline* pipeline, const grpc::ByteBuffer& bytes, V1CallState* state) {
+  if (auto reserved = ReserveHead(pipeline, bytes, state); !reserved.ok()) {
+    return reserved.status();
   }
   return ParseCheckedCallRequest(bytes, state->request.get());
 }
@@ -67,10 +77,30 @@ absl::Status DecodeCall(Pipeline* pipeline, V1CallState* state) {
   return absl::OkStatus();
 }
 
-// Parses and decodes a unary Call's request.
-absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, V1CallState* state) {
-  if (absl::Status parsed = ParseHead(pipeline, bytes, state); !parsed.ok()) return parsed;
-  return DecodeCall(pipeline, state);
+// A unary Call whose head is reserved: parses and decodes it, calls it, then answers.
+void RunUnaryCall(Pipeline* pipeline, Metrics::Rpc* rpc, CallReactor* reactor) {
+  V1CallState& state = reactor->state;
+  absl::Status parsed = ParseCheckedCallRequest(*reactor->request, state.request.get());
+  if (parsed.ok()) parsed = DecodeCall(pipeline, &state);
+  if (!parsed.ok()) {
+    pipeline->metrics().Record(rpc, parsed, {}, 0);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return;
+  }
+  grpc::CallbackServerContext* context = reactor->context();
+  pipeline->ProcessCall(
+      &state, reactor->received, context->deadline(), [context] { return context->IsCancelled(); },
+      [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
+        V1CallState& state = reactor->state;
+        if (status.ok()) status = FinishRegions(state.call, state.shm);
+        pipeline->metrics().Record(rpc, status, timing,
+                                   static_cast<uint64_t>(state.call.input_bytes));
+        if (status.ok()) {
+          *reactor->response =
+              EncodeCallResponse(state.call, timing, state.request->request_id(), &state.shm);
+        }
+        reactor->FinishWatched(ToGrpcStatus(status));
+      });
 }
 
 // A stream request's choice of chunked results (CallRequest.max_response_message_bytes).
@@ -207,29 +237,19 @@ grpc::ServerUnaryReactor* MyopsService::Call(grpc::CallbackServerContext* contex
                                              grpc::ByteBuffer* response) {
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
-  const auto received = Clock::now();
-  auto* reactor = new CallReactor(context, &watch_);
+  auto* reactor = new CallReactor(context, &watch_, request, response, Clock::now());
   V1CallState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());
-  if (absl::Status parsed = Parse(pipeline_, *request, &state); !parsed.ok()) {
-    pipeline_->metrics().Record(call_rpc_, parsed, {}, 0);
-    reactor->Finish(ToGrpcStatus(parsed));
+  auto data = ReserveHead(pipeline_, *request, &state);
+  if (!data.ok()) {
+    pipeline_->metrics().Record(call_rpc_, data.status(), {}, 0);
+    reactor->Finish(ToGrpcStatus(data.status()));
     return reactor;
   }
-  pipeline_->ProcessCall(
-      &state, received, context->deadline(), [context] { return context->IsCancelled(); },
-      [this, reactor, response](absl::Status status, const Timing& timing) {
-        V1CallState& state = reactor->state;
-        if (status.ok()) status = FinishRegions(state.call, state.shm);
-        pipeline_->metrics().Record(call_rpc_, status, timing,
-                                    static_cast<uint64_t>(state.call.input_bytes));
-        if (status.ok()) {
-          *response =
-              EncodeCallResponse(state.call, timing, state.request->request_id(), &state.shm);
-        }
-        reactor->FinishWatched(ToGrpcStatus(status));
-      });
+  // A large request is parsed on a worker, while this thread reads on.
+  pipeline_->Prepare(*data, &state,
+                     [this, reactor] { RunUnaryCall(pipeline_, call_rpc_, reactor); });
   return reactor;
 }
 

@@ -26,31 +26,59 @@ absl::Status NotARequest(const absl::Status& parsed) {
 // cancels the call.
 using UnaryReactor = WatchedUnaryReactor<ScaleShiftState>;
 
-// A ScaleShift request through the pipeline, as the generic call it is sugar for: checks
-// `state`'s input, reserves the memory budget for its input and output, binds the call
-// and hands it to Pipeline::ProcessCall; calls `done` exactly once with the final status
-// and (on success) the timing, which counts from `received` (when the handler got the
-// request's bytes), the output's slice then holding the result. The budget stays reserved
-// in `state` until its owner drops it. Shared by both ScaleShift RPCs.
-void ProcessScaleShift(Pipeline* pipeline, ScaleShiftState* state, Clock::time_point received,
-                       std::chrono::system_clock::time_point deadline,
-                       std::function<bool()> is_cancelled, Pipeline::Done done) {
+// A ScaleShift request through the pipeline, as the generic call it is sugar for, in two
+// steps. First checks `state`'s input and reserves the memory budget for its input and
+// output (a refusal counts as a failure of scale_shift from `received`).
+absl::Status ReserveScaleShift(Pipeline* pipeline, ScaleShiftState* state,
+                               Clock::time_point received) {
   absl::StatusOr<int64_t> held = CheckScaleShift(pipeline->limits().tensor, state);
   absl::Status reserved = held.status();
   if (reserved.ok()) {
     reserved =
         pipeline->ReserveCallRequest(static_cast<int64_t>(state->input.size()), *held, state);
   }
-  if (!reserved.ok()) {
-    pipeline->RecordModelFailure(pipeline->scale_shift_model(), received);
-    return done(std::move(reserved), {});
-  }
+  if (!reserved.ok()) pipeline->RecordModelFailure(pipeline->scale_shift_model(), received);
+  return reserved;
+}
+
+// Then binds the call (gathering the input when it must) and hands it to
+// Pipeline::ProcessCall; calls `done` exactly once with the final status and (on success)
+// the timing, which counts from `received` (when the handler got the request's bytes),
+// the output's slice then holding the result. The budget stays reserved in `state` until
+// its owner drops it.
+void RunScaleShift(Pipeline* pipeline, ScaleShiftState* state, Clock::time_point received,
+                   std::chrono::system_clock::time_point deadline,
+                   std::function<bool()> is_cancelled, Pipeline::Done done) {
   BindScaleShift(pipeline->scale_shift_model(), state);
   pipeline->ProcessCall(state, received, deadline, std::move(is_cancelled),
                         [state, done = std::move(done)](absl::Status status, const Timing& timing) {
                           if (status.ok()) status = TakeScaleShiftResult(state);
                           done(std::move(status), timing);
                         });
+}
+
+// Both steps at once (ScaleShiftStream).
+void ProcessScaleShift(Pipeline* pipeline, ScaleShiftState* state, Clock::time_point received,
+                       std::chrono::system_clock::time_point deadline,
+                       std::function<bool()> is_cancelled, Pipeline::Done done) {
+  if (absl::Status reserved = ReserveScaleShift(pipeline, state, received); !reserved.ok()) {
+    return done(std::move(reserved), {});
+  }
+  RunScaleShift(pipeline, state, received, deadline, std::move(is_cancelled), std::move(done));
+}
+
+// The unary ScaleShift, reserved: the rest of its steps, then its response.
+void RunUnaryScaleShift(Pipeline* pipeline, Metrics::Rpc* rpc, UnaryReactor* reactor) {
+  grpc::CallbackServerContext* context = reactor->context();
+  RunScaleShift(
+      pipeline, &reactor->state, reactor->received, context->deadline(),
+      [context] { return context->IsCancelled(); },
+      [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
+        ScaleShiftState& state = reactor->state;
+        pipeline->metrics().Record(rpc, status, timing, state.input.size());
+        if (status.ok()) *reactor->response = EncodeResponse(state.request, state.output, timing);
+        reactor->FinishWatched(ToGrpcStatus(status));
+      });
 }
 
 // ScaleShiftStream's steps for StreamReactor.
@@ -97,27 +125,27 @@ grpc::ServerUnaryReactor* MyopsService::ScaleShift(grpc::CallbackServerContext* 
                                                    grpc::ByteBuffer* response) {
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
-  const auto received = Clock::now();  // decode_ns includes parsing and gathering.
-  auto* reactor = new UnaryReactor(context, &watch_);
+  // decode_ns includes parsing and gathering.
+  auto* reactor = new UnaryReactor(context, &watch_, request, response, Clock::now());
   ScaleShiftState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());
   if (absl::Status parsed = ParseRequest(*request, &state.request, &state.input); !parsed.ok()) {
     const absl::Status invalid = NotARequest(parsed);
     pipeline_->metrics().Record(scale_shift_rpc_, invalid, {}, 0);
-    pipeline_->RecordModelFailure(pipeline_->scale_shift_model(), received);
+    pipeline_->RecordModelFailure(pipeline_->scale_shift_model(), reactor->received);
     reactor->Finish(ToGrpcStatus(invalid));
     return reactor;
   }
-  ProcessScaleShift(
-      pipeline_, &state, received, context->deadline(),
-      [context] { return context->IsCancelled(); },
-      [this, reactor, response](absl::Status status, const Timing& timing) {
-        ScaleShiftState& state = reactor->state;
-        pipeline_->metrics().Record(scale_shift_rpc_, status, timing, state.input.size());
-        if (status.ok()) *response = EncodeResponse(state.request, state.output, timing);
-        reactor->FinishWatched(ToGrpcStatus(status));
-      });
+  if (absl::Status reserved = ReserveScaleShift(pipeline_, &state, reactor->received);
+      !reserved.ok()) {
+    pipeline_->metrics().Record(scale_shift_rpc_, reserved, {}, state.input.size());
+    reactor->Finish(ToGrpcStatus(reserved));
+    return reactor;
+  }
+  // A large input is gathered and computed on a worker, while this thread reads on.
+  pipeline_->Prepare(static_cast<int64_t>(state.input.size()), &state,
+                     [this, reactor] { RunUnaryScaleShift(pipeline_, scale_shift_rpc_, reactor); });
   return reactor;
 }
 

@@ -23,12 +23,6 @@ namespace {
 struct KServeCallState : kserve::InferCall {
   ArenaRequest<inference::ModelInferRequest> request;
   kserve::InferRequest decoded;
-  // A unary ModelInfer's own, for its preparation (PrepareInfer): gRPC's, valid until the
-  // call is finished; when gRPC got the request.
-  grpc::CallbackServerContext* context = nullptr;
-  const grpc::ByteBuffer* bytes = nullptr;
-  grpc::ByteBuffer* response = nullptr;
-  Clock::time_point received;
 };
 
 // Owns one ModelInfer's state (its budget and result memory) until gRPC is done with the
@@ -96,21 +90,21 @@ absl::Status Parse(Pipeline* pipeline, const grpc::ByteBuffer& bytes, Clock::tim
 // `rpc`.
 void PrepareInfer(Pipeline* pipeline, Metrics::Rpc* rpc, InferReactor* reactor) {
   KServeCallState& state = reactor->state;
-  if (absl::Status parsed = ParseReserved(pipeline, *state.bytes, state.received, &state);
+  if (absl::Status parsed = ParseReserved(pipeline, *reactor->request, reactor->received, &state);
       !parsed.ok()) {
     pipeline->metrics().Record(rpc, parsed, {}, 0);
     reactor->Finish(ToGrpcStatus(parsed));
     return;
   }
-  grpc::CallbackServerContext* context = state.context;
+  grpc::CallbackServerContext* context = reactor->context();
   pipeline->ProcessCall(
-      &state, state.received, context->deadline(), [context] { return context->IsCancelled(); },
+      &state, reactor->received, context->deadline(), [context] { return context->IsCancelled(); },
       [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
         KServeCallState& state = reactor->state;
         if (status.ok()) {
           auto outputs = kserve::InferOutputs(state);
           if (outputs.ok()) {
-            *state.response = kserve::EncodeInferResponse(*state.request, *outputs, state.call);
+            *reactor->response = kserve::EncodeInferResponse(*state.request, *outputs, state.call);
           } else {
             status = outputs.status();
           }
@@ -237,8 +231,7 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
                                                     grpc::ByteBuffer* response) {
   auto client = auth_.Tenant(*context);
   if (!client.ok()) return RefuseUnary(context, ToGrpcStatus(client.status()));
-  const auto received = Clock::now();
-  auto* reactor = new InferReactor(context, &watch_);
+  auto* reactor = new InferReactor(context, &watch_, request, response, Clock::now());
   KServeCallState& state = reactor->state;
   state.client = *std::move(client);
   state.account = pipeline_->AccountOf(state.client, context->peer());
@@ -248,10 +241,6 @@ grpc::ServerUnaryReactor* KServeService::ModelInfer(grpc::CallbackServerContext*
     reactor->Finish(ToGrpcStatus(contents.status()));
     return reactor;
   }
-  state.context = context;
-  state.bytes = request;
-  state.response = response;
-  state.received = received;
   // A large request is parsed on a worker, while this thread reads on.
   pipeline_->Prepare(*contents, &state,
                      [this, reactor] { PrepareInfer(pipeline_, infer_rpc_, reactor); });
