@@ -13,6 +13,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "frontends/grpc/response_watch.h"
+#include "frontends/grpc/status.h"
 #include "pipeline/pipeline.h"
 #include "util/clock.h"
 
@@ -39,6 +40,22 @@ class WatchedUnaryReactor final : public grpc::ServerUnaryReactor, private Respo
   grpc::ByteBuffer* const response;
   const Clock::time_point received;
   grpc::CallbackServerContext* context() const { return context_; }
+
+  // Finishes the call with `refused` (a request that did not parse or decode), counted
+  // in `rpc`.
+  void Refuse(Pipeline* pipeline, Metrics::Rpc* rpc, const absl::Status& refused) {
+    pipeline->metrics().Record(rpc, refused, {}, 0);
+    Finish(ToGrpcStatus(refused));
+  }
+
+  // Pipeline::ProcessCall of `call` (part of `state`) from the call's receipt, with its
+  // deadline and cancellation.
+  void Process(Pipeline* pipeline, CallState* call, Pipeline::Done done) {
+    grpc::CallbackServerContext* context = context_;
+    pipeline->ProcessCall(
+        call, received, context->deadline(), [context] { return context->IsCancelled(); },
+        std::move(done));
+  }
 
   // Finishes the call with `status` and, when it is OK (a response message is sent,
   // which the client's flow control can hold; a status alone cannot be held), watches

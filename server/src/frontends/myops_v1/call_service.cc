@@ -82,15 +82,9 @@ void RunUnaryCall(Pipeline* pipeline, Metrics::Rpc* rpc, CallReactor* reactor) {
   V1CallState& state = reactor->state;
   absl::Status parsed = ParseCheckedCallRequest(*reactor->request, state.request.get());
   if (parsed.ok()) parsed = DecodeCall(pipeline, &state);
-  if (!parsed.ok()) {
-    pipeline->metrics().Record(rpc, parsed, {}, 0);
-    reactor->Finish(ToGrpcStatus(parsed));
-    return;
-  }
-  grpc::CallbackServerContext* context = reactor->context();
-  pipeline->ProcessCall(
-      &state, reactor->received, context->deadline(), [context] { return context->IsCancelled(); },
-      [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
+  if (!parsed.ok()) return reactor->Refuse(pipeline, rpc, parsed);
+  reactor->Process(
+      pipeline, &state, [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
         V1CallState& state = reactor->state;
         if (status.ok()) status = FinishRegions(state.call, state.shm);
         pipeline->metrics().Record(rpc, status, timing,

@@ -92,14 +92,10 @@ void PrepareInfer(Pipeline* pipeline, Metrics::Rpc* rpc, InferReactor* reactor) 
   KServeCallState& state = reactor->state;
   if (absl::Status parsed = ParseReserved(pipeline, *reactor->request, reactor->received, &state);
       !parsed.ok()) {
-    pipeline->metrics().Record(rpc, parsed, {}, 0);
-    reactor->Finish(ToGrpcStatus(parsed));
-    return;
+    return reactor->Refuse(pipeline, rpc, parsed);
   }
-  grpc::CallbackServerContext* context = reactor->context();
-  pipeline->ProcessCall(
-      &state, reactor->received, context->deadline(), [context] { return context->IsCancelled(); },
-      [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
+  reactor->Process(
+      pipeline, &state, [pipeline, rpc, reactor](absl::Status status, const Timing& timing) {
         KServeCallState& state = reactor->state;
         if (status.ok()) {
           auto outputs = kserve::InferOutputs(state);
