@@ -108,6 +108,14 @@ bool Flatten(const grpc::ByteBuffer& buffer, std::string* out) {
   return true;
 }
 
+bool ReceivedSlices::Refer(const grpc::ByteBuffer& bytes) {
+  ReceivedSlices referred;
+  if (!bytes.Dump(&referred.slices_).ok()) return false;
+  referred.owner_ = bytes;  // grpc_byte_buffer_copy: a reference to the same slices
+  *this = std::move(referred);
+  return true;
+}
+
 const uint8_t* TensorData::contiguous() const {
   static const uint8_t kEmpty = 0;
   if (spans_.empty()) return &kEmpty;
@@ -150,11 +158,11 @@ absl::Status ParseWithTensorData(const grpc::ByteBuffer& bytes, int tensor_field
     return absl::InvalidArgumentError(
         absl::StrCat("the ", bytes.Length(), " bytes are not a valid ", message->GetTypeName()));
   };
-  std::vector<grpc::Slice> slices;
+  ReceivedSlices slices;
   std::vector<Span> spans;
   size_t size = 0;
-  if (!bytes.Dump(&slices).ok()) return invalid();
-  SliceReader in(slices);
+  if (!slices.Refer(bytes)) return invalid();
+  SliceReader in(slices.slices());
   std::string rest;         // Every top-level field but the tensor, as received.
   std::string tensor_rest;  // The tensor's fields but its data, over all its occurrences.
   bool has_tensor = false;
@@ -226,8 +234,8 @@ absl::Status ParseWithDataField(const grpc::ByteBuffer& bytes, int data_field,
         absl::StrCat("the ", bytes.Length(), " bytes are not a valid ", message->GetTypeName()));
   };
   DataFieldValues parsed;
-  if (!bytes.Dump(&parsed.slices_).ok()) return invalid();
-  const std::vector<grpc::Slice>& slices = parsed.slices_;
+  if (!parsed.slices_.Refer(bytes)) return invalid();
+  const std::vector<grpc::Slice>& slices = parsed.slices_.slices();
   // The other fields, as ranges of the received bytes: [kept.first, kept.second).
   std::vector<std::pair<uint64_t, uint64_t>> kept;
   uint64_t kept_from = 0;

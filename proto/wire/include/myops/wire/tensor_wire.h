@@ -33,6 +33,42 @@ void AppendVarint(uint64_t value, std::string* out);
 // gRPC cannot read the buffer.
 bool Flatten(const grpc::ByteBuffer& buffer, std::string* out);
 
+// The slices of a received message, held for views into them (TensorData,
+// DataFieldValues). The last references to them are dropped by a grpc::ByteBuffer, whose
+// destruction (grpc_byte_buffer_destroy) runs inside a gRPC ExecCtx, and never by
+// grpc::Slice's destructor: gRPC 1.51's grpc_slice_unref frees a slice right on the
+// calling thread, and a slice of the resource quota's memory then returns its bytes to
+// the quota, which under memory pressure wakes the quota's reclaimer with ExecCtx::Run, a
+// null dereference on a thread without an ExecCtx (the server's callback threads and CPU
+// workers have none). Move-only; moving keeps the slices where they are.
+class ReceivedSlices {
+ public:
+  ReceivedSlices() = default;
+  ReceivedSlices(ReceivedSlices&& other) noexcept { Swap(&other); }
+  ReceivedSlices& operator=(ReceivedSlices&& other) noexcept {
+    ReceivedSlices old;  // this one's slices, released as the destructor releases them
+    Swap(&old);
+    Swap(&other);
+    return *this;
+  }
+  ReceivedSlices(const ReceivedSlices&) = delete;
+  ReceivedSlices& operator=(const ReceivedSlices&) = delete;
+  ~ReceivedSlices() { slices_.clear(); }  // then owner_ drops the last references
+
+  // Refers to `bytes`' slices, uncopied (what held before is released). False when gRPC
+  // cannot read the buffer.
+  bool Refer(const grpc::ByteBuffer& bytes);
+  const std::vector<grpc::Slice>& slices() const { return slices_; }
+
+ private:
+  void Swap(ReceivedSlices* other) noexcept {
+    slices_.swap(other->slices_);
+    owner_.Swap(&other->owner_);
+  }
+  grpc::ByteBuffer owner_;  // a reference to the received buffer (no bytes copied)
+  std::vector<grpc::Slice> slices_;
+};
+
 // The data bytes of a parsed Tensor: spans of the received slices, which it keeps
 // alive. Immutable once parsed; safe to read from several threads. Move-only: spans may
 // point into the inline storage of its own slices, which a copy would not own.
@@ -55,7 +91,7 @@ class TensorData {
  private:
   friend absl::Status ParseWithTensorData(const grpc::ByteBuffer&, int,
                                           google::protobuf::MessageLite*, TensorData*);
-  std::vector<grpc::Slice> slices_;
+  ReceivedSlices slices_;
   std::vector<std::pair<const uint8_t*, size_t>> spans_;
   size_t size_ = 0;
 };
@@ -108,7 +144,7 @@ class DataFieldValues {
     size_t spans = 0;
     size_t bytes = 0;
   };
-  std::vector<grpc::Slice> slices_;
+  ReceivedSlices slices_;
   std::vector<std::pair<const uint8_t*, size_t>> spans_;  // every value's, back to back
   std::vector<Value> values_;
 };
