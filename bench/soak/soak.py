@@ -10,6 +10,12 @@ calls and streams, checked well-formed calls). Samples each second: the server's
 open fds and threads (/proc/PID), and the in-flight, memory-held and open-streams
 gauges from /metrics (where the server has them).
 
+A warm-up runs the same traffic for 15 s (a quarter of shorter runs) plus the largest
+requests from 8 clients at once, so that the budget fills: RSS is the allocator's high-water
+mark, and the peak it keeps must be reached before the baseline, not by a rare coincidence
+of large requests late in the run (such a late step, +96 MiB, once failed the rule below
+with nothing leaking).
+
 Passes when (1) memory plateaus: max RSS over the last third of the traffic <= 1.1x max
 RSS over the first third, and once the traffic has stopped the heap in use (the
 myops_heap_in_use_bytes gauge: what allocations hold, not the allocator's cache, which
@@ -161,7 +167,7 @@ class Soak:
                 self.loadtest_reports.append(report)
             i += 1
 
-    def traffic(self, seconds: float, window: float) -> list[subprocess.Popen]:
+    def traffic(self, seconds: float, window: float, peak: bool = False) -> list[subprocess.Popen]:
         until = time.time() + seconds
         loops = {
             "unary": [["--concurrency", "2", "--sizes", s]
@@ -170,6 +176,9 @@ class Soak:
                        for s in ("4MiB", "256KiB", "1KiB")],
             "open": [["--rate", "100", "--poisson", "--shape", "256"]],
         }
+        if peak:  # the largest requests from many clients at once: the budget full
+            loops["peak"] = [["--concurrency", "8", "--sizes", "64MiB"],
+                             ["--stream", "--concurrency", "8", "--sizes", "4MiB"]]
         threads = [threading.Thread(target=self.loadtest_loop, args=(n, f, until, window))
                    for n, f in loops.items()]
         drivers = [subprocess.Popen(
@@ -198,7 +207,7 @@ class Soak:
         args = self.args
         # Warm-up: every kind of traffic briefly, so that lazily created threads and fds
         # exist before the baseline is taken.
-        threads, drivers = self.traffic(min(15.0, args.duration / 4), window=2)
+        threads, drivers = self.traffic(min(15.0, args.duration / 4), window=2, peak=True)
         warm = []
         while any(t.is_alive() for t in threads) or any(d.poll() is None for d in drivers):
             warm.append(proc_counts(self.server.pid))
