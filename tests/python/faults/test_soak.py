@@ -18,8 +18,10 @@ def test_soak_sixty_seconds(tmp_path):
         [sys.executable, str(REPO / "bench" / "soak" / "soak.py"), "--server", str(SERVER),
          "--loadtest", str(loadtest), "--duration", "60", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=900)
+    output = result.stdout[-4000:] + result.stderr[-4000:]
+    assert (tmp_path / "soak.json").exists(), f"soak.py exited {result.returncode}:\n{output}"
     report = json.loads((tmp_path / "soak.json").read_text())
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert result.returncode == 0, output
     assert report["passed"] and all(report["checks"].values()), report["checks"]
     assert report["loadtest"]["requests_ok"] > 0
     assert report["driver"]["counts"]["ok"].get("OK", 0) > 0
