@@ -195,17 +195,22 @@ absl::Status KServeClient::CheckReady(std::chrono::milliseconds deadline) {
   return absl::OkStatus();
 }
 
-absl::Status KServeClient::Infer(const myops::client::TensorView& x, double alpha, double beta,
-                                 const myops::client::MutableTensorView& out, SendBuffer* buffer,
-                                 std::chrono::milliseconds deadline) {
-  // Reused unless gRPC still holds the last request's slice.
+// `x`'s bytes copied into `buffer`, reused unless gRPC still holds the last request's
+// slice; returns the slice of them a request sends.
+grpc::Slice Fill(const myops::client::TensorView& x, KServeClient::SendBuffer* buffer) {
   if (buffer->bytes == nullptr || buffer->bytes.use_count() > 1 ||
       buffer->bytes->size() != x.size_bytes) {
     buffer->bytes = std::make_shared<std::string>(x.size_bytes, '\0');
   }
   if (x.size_bytes != 0) std::memcpy(buffer->bytes->data(), x.data, x.size_bytes);
+  return SliceOf(buffer->bytes);
+}
+
+absl::Status KServeClient::Infer(const myops::client::TensorView& x, double alpha, double beta,
+                                 const myops::client::MutableTensorView& out, SendBuffer* buffer,
+                                 std::chrono::milliseconds deadline) {
   const grpc::ByteBuffer request =
-      EncodeRequest(x, alpha, beta, impl_->options.scalars, SliceOf(buffer->bytes));
+      EncodeRequest(x, alpha, beta, impl_->options.scalars, Fill(x, buffer));
   grpc::ByteBuffer response;
   grpc::ClientContext context;
   impl_->Prepare(&context, deadline);
@@ -216,7 +221,7 @@ absl::Status KServeClient::Infer(const myops::client::TensorView& x, double alph
 }
 
 void KServeClient::InferAsync(const myops::client::TensorView& x, double alpha, double beta,
-                              std::function<void(absl::Status)> done,
+                              SendBuffer* buffer, std::function<void(absl::Status)> done,
                               std::chrono::milliseconds deadline) {
   // One call's messages and context, freed by its callback.
   struct Call {
@@ -225,9 +230,10 @@ void KServeClient::InferAsync(const myops::client::TensorView& x, double alpha, 
     size_t expected = 0;
     std::function<void(absl::Status)> done;
   };
-  auto bytes = std::make_shared<std::string>(static_cast<const char*>(x.data), x.size_bytes);
+  SendBuffer own;
   auto* call = new Call;
-  call->request = EncodeRequest(x, alpha, beta, impl_->options.scalars, SliceOf(bytes));
+  call->request =
+      EncodeRequest(x, alpha, beta, impl_->options.scalars, Fill(x, buffer ? buffer : &own));
   call->expected = x.size_bytes;
   call->done = std::move(done);
   impl_->Prepare(&call->context, deadline);

@@ -58,9 +58,10 @@ class KServeClient {
                      const myops::client::MutableTensorView& out, SendBuffer* buffer,
                      std::chrono::milliseconds deadline);
 
-  // The same, asynchronously (open loop): `done` runs on a gRPC thread with the status;
-  // the output is checked and dropped (not copied). `x` is copied before this returns.
-  void InferAsync(const myops::client::TensorView& x, double alpha, double beta,
+  // The same, asynchronously: `done` runs on a gRPC thread with the status; the output is
+  // checked and dropped (not copied). `x` is copied before this returns, into `buffer`
+  // (as Infer's) or, when it is null, into memory of this call's own.
+  void InferAsync(const myops::client::TensorView& x, double alpha, double beta, SendBuffer* buffer,
                   std::function<void(absl::Status)> done, std::chrono::milliseconds deadline);
 
  private:

@@ -1,9 +1,10 @@
 // myops-loadtest: load generator for myops-server (and anything serving myops.v1, such as
-// bench/echo_server). Closed loop (--concurrency, a sweep with 1,2,4,...) or open loop
-// (--rate, constant or --poisson), unary or --stream, over --connections channels, of
-// scale_shift (--shape/--sizes, --dtype) or of any served operator (--op, --arg); or, with
-// --protocol kserve, the Open Inference Protocol's ModelInfer of myops::scale_shift. Shows
-// live progress on a terminal; prints a table, and writes --json / --csv.
+// bench/echo_server). Closed loop (--concurrency, a sweep with 1,2,4,...; --driver threads
+// or callbacks) or open loop (--rate, constant or --poisson), unary or --stream, over
+// --connections channels, of scale_shift (--shape/--sizes, --dtype) or of any served
+// operator (--op, --arg); or, with --protocol kserve, the Open Inference Protocol's
+// ModelInfer of myops::scale_shift. Shows live progress on a terminal; prints a table, and
+// writes --json / --csv.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -15,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "myops/common/callback_threads.h"
 #include "myops/common/dtype.h"
 #include "myops/common/token_file.h"
 #include "report.h"
@@ -82,6 +84,19 @@ int main(int argc, char** argv) {
   app.add_option("--rate", rates, "Requests/s (open loop); a list sweeps")->delimiter(',');
   app.add_flag("--poisson", base.poisson, "Open loop: Poisson arrivals instead of constant");
   app.add_flag("--stream", base.streaming, "Closed loop over the ScaleShiftStream RPC");
+  std::string driver = "threads";
+  app.add_option("--driver", driver,
+                 "Closed loop: threads (one per request in flight, blocking calls) | callbacks "
+                 "(asynchronous calls, each started by the last one's completion, on the "
+                 "--client-threads threads)")
+      ->check(CLI::IsMember({"threads", "callbacks"}))
+      ->capture_default_str();
+  int client_threads = 0;
+  app.add_option("--client-threads", client_threads,
+                 "Threads that run gRPC's callbacks (--driver callbacks, --rate); 0: one per "
+                 "four hardware threads")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
   app.add_flag("--shared-memory", base.shared_memory,
                "Tensors through shared memory regions registered with the server (a server on "
                "this host, started with --allow-shared-memory; myops protocol, unary calls); "
@@ -175,6 +190,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   base.dtype = *parsed_dtype;
+  base.driver = driver == "callbacks" ? LoadSpec::Driver::kCallbacks : LoadSpec::Driver::kThreads;
+  myops::SetCallbackThreads(client_threads);  // before the first channel is created
   base.protocol =
       protocol == "kserve" ? myops::loadtest::Protocol::kKServe : myops::loadtest::Protocol::kMyops;
   if (base.shared_memory && base.protocol == myops::loadtest::Protocol::kKServe) {

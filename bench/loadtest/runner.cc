@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -60,6 +61,10 @@ class LoadRun final {
     std::vector<std::thread> threads;
     if (spec_.rate > 0) {
       threads.emplace_back([this] { OpenLoop(); });
+    } else if (spec_.driver == LoadSpec::Driver::kCallbacks) {
+      for (int i = 0; i < spec_.concurrency; ++i) chains_.emplace_back().index = i;
+      outstanding_->fetch_add(spec_.concurrency);
+      for (Chain& chain : chains_) Continue(chain);
     } else {
       for (int i = 0; i < spec_.concurrency; ++i) {
         threads.emplace_back([this, i] {
@@ -90,7 +95,13 @@ class LoadRun final {
     }
     stop_.store(true);
     for (auto& t : threads) t.join();
-    WaitForOutstanding();
+    if (chains_.empty()) {
+      WaitForOutstanding();
+    } else {
+      // The chains' callbacks use this run: wait for every last one (each call ends by its
+      // deadline).
+      while (outstanding_->load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     return result;
   }
 
@@ -253,6 +264,77 @@ class LoadRun final {
                });
   }
 
+  // LoadSpec::Driver::kCallbacks: one of the closed loop's requests in flight, a chain of
+  // asynchronous calls. Only the thread in Continue, then the callback of the call it
+  // started, touch a chain (one after the other).
+  struct Chain {
+    size_t index = 0;
+    KServeClient::SendBuffer buffer;  // --protocol kserve
+    // Who starts the next call: kStarting while Continue is starting one, kInFlight once
+    // it has; the call's callback sets kDone. The one of the two that finds the other's
+    // mark continues, so a callback run before the start returns (an error found at
+    // once) makes Continue loop instead of recursing.
+    enum State { kStarting, kInFlight, kDone };
+    std::atomic<State> state{kDone};
+  };
+
+  // Starts the chain's next call, and the one after while calls complete before they
+  // are started; when the run stops, ends the chain (outstanding_ counts chains).
+  void Continue(Chain& chain) {
+    do {
+      if (stop_.load(std::memory_order_relaxed)) {
+        outstanding_->fetch_sub(1);
+        return;
+      }
+      chain.state.store(Chain::kStarting);
+      Start(chain);
+    } while (chain.state.exchange(Chain::kInFlight) == Chain::kDone);
+  }
+
+  // Ends a chain's call: counts it in the window it started in, and continues the chain
+  // unless Continue, still starting it, will.
+  template <typename Record>
+  auto Completion(Chain& chain, Record record) {
+    return [this, &chain, record = std::move(record), collector = std::atomic_load(&active_),
+            t0 = Clock::now()](auto result) {
+      record(*collector, Nanos(Clock::now() - t0), result);
+      if (chain.state.exchange(Chain::kDone) == Chain::kInFlight) Continue(chain);
+    };
+  }
+
+  void Start(Chain& chain) {
+    const int64_t bytes = payload_.bytes_per_request;
+    if (spec_.protocol == Protocol::kKServe) {
+      kserve_clients_[chain.index % kserve_clients_.size()]->InferAsync(
+          payload_.input.view(), 2.0, 1.0, &chain.buffer,
+          Completion(chain,
+                     [bytes](Collector& c, int64_t ns, const absl::Status& r) {
+                       r.ok() ? c.Ok(ns, bytes) : c.Error(r);
+                     }),
+          spec_.deadline);
+      return;
+    }
+    Client& client = *clients_[chain.index % clients_.size()];
+    if (spec_.op_values != nullptr) {
+      client.CallAsync(spec_.op, spec_.op_values->positional, spec_.op_values->named,
+                       Completion(chain,
+                                  [this](Collector& c, int64_t ns,
+                                         const absl::StatusOr<myops::client::CallResult>& r) {
+                                    Record(c, ns, r);
+                                  }),
+                       Call());
+      return;
+    }
+    client.ScaleShiftAsync(
+        payload_.input.view(), 2.0, 1.0,
+        Completion(chain,
+                   [bytes](Collector& c, int64_t ns,
+                           const absl::StatusOr<myops::client::ScaleShiftResult>& r) {
+                     r.ok() ? c.Ok(ns, r->timing, bytes) : c.Error(r.status());
+                   }),
+        Call());
+  }
+
   // Sends at the target rate; each latency counts from the intended send time.
   void OpenLoop() {
     std::mt19937_64 rng(42);
@@ -273,7 +355,7 @@ class LoadRun final {
       outstanding_->fetch_add(1);
       if (spec_.protocol == Protocol::kKServe) {
         kserve_clients_[n++ % kserve_clients_.size()]->InferAsync(
-            payload_.input.view(), 2.0, 1.0,
+            payload_.input.view(), 2.0, 1.0, nullptr,
             [outstanding = outstanding_, collector, intended,
              bytes = payload_.bytes_per_request](absl::Status r) {
               const int64_t ns = Nanos(Clock::now() - intended);
@@ -327,6 +409,7 @@ class LoadRun final {
   const Payload payload_;
   std::shared_ptr<Collector> active_;  // the window being measured (atomic_load/store)
   std::atomic<bool> stop_{false};
+  std::deque<Chain> chains_;  // LoadSpec::Driver::kCallbacks (never moved: callbacks hold them)
   // Asynchronous calls not yet completed; shared with their callbacks, which may outlive
   // this run.
   const std::shared_ptr<std::atomic<int64_t>> outstanding_ =
@@ -365,6 +448,9 @@ int64_t ArgumentBytes(const LoadSpec& spec) {
 absl::StatusOr<RunResult> Run(const LoadSpec& spec, const ProgressFn& progress) {
   if (spec.rate <= 0 && spec.concurrency < 1) {
     return absl::InvalidArgumentError("concurrency must be >= 1 (or give a rate)");
+  }
+  if (spec.driver == LoadSpec::Driver::kCallbacks && spec.streaming) {
+    return absl::InvalidArgumentError("--driver callbacks runs unary calls only (no --stream)");
   }
   if (spec.rate > 0 && spec.streaming) {
     return absl::InvalidArgumentError("open loop (--rate) runs unary calls only");

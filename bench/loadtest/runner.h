@@ -34,7 +34,13 @@ struct LoadSpec {
   double rate = 0;               // open loop when > 0: requests per second
   bool poisson = false;          // open loop: exponential inter-arrival times
   bool streaming = false;        // closed loop over ScaleShiftStream instead of unary calls
-  bool shared_memory = false;    // tensors through shared memory (SharedMemoryMode::kOn)
+  // Closed loop: how the requests in flight are kept there. kThreads: one thread per
+  // request in flight, each making blocking calls and polling gRPC itself. kCallbacks:
+  // asynchronous calls, each started by the completion of the one before it, all the
+  // client's work on gRPC's callback threads (myops/common/callback_threads.h, one here):
+  // less client CPU per request, which matters where the client shares the server's cores.
+  enum class Driver { kThreads, kCallbacks } driver = Driver::kThreads;
+  bool shared_memory = false;  // tensors through shared memory (SharedMemoryMode::kOn)
   // --op: the generic Call of this operator with these arguments (call_args.h syntax,
   // parsed into op_values) instead of scale_shift of dtype/shape.
   std::string op;

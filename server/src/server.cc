@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "frontends/grpc/callback_threads.h"
+#include "myops/common/callback_threads.h"
 #include "frontends/grpc/http2_window.h"
 #include "frontends/grpc/replica_identity.h"
 #include "frontends/myops_v1/codec.h"

@@ -35,7 +35,7 @@ struct ServerOptions {
   ExecutorOptions executor;
   TlsOptions tls;
   bool reflection = true;
-  // Threads that run gRPC's callbacks, process-wide (frontends/grpc/callback_threads.h):
+  // Threads that run gRPC's callbacks, process-wide (myops/common/callback_threads.h):
   // 0 picks one per four hardware threads. Takes effect when the first server starts.
   int grpc_threads = 0;
   std::string metrics_address;  // Prometheus GET /metrics on HOST:PORT; "" disables.

@@ -51,6 +51,53 @@ TEST_F(LoadtestCallTest, ClosedLoopUnaryAndStreamCountArgumentAndOutputBytes) {
   }
 }
 
+TEST_F(LoadtestCallTest, ClosedLoopOnCallbacksKeepsEveryChainGoingAndEndsThem) {
+  LoadSpec spec = Spec("test::echo");
+  spec.driver = LoadSpec::Driver::kCallbacks;
+  spec.concurrency = 3;
+  spec.max_requests = 60;
+  absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GE(r->total.ok, 60);
+  EXPECT_EQ(r->total.error_count(), 0);
+  EXPECT_EQ(r->total.payload_bytes, 256 * r->total.ok);
+}
+
+TEST_F(LoadtestCallTest, BothDriversKeepTheConcurrencyInFlight) {
+  for (auto driver : {LoadSpec::Driver::kThreads, LoadSpec::Driver::kCallbacks}) {
+    testing::CallTestServer server;
+    LoadSpec spec = Spec("test::wait");
+    spec.target = server.target();
+    spec.driver = driver;
+    spec.concurrency = 4;
+    spec.max_requests = 80;  // 5 ms each: 100 ms with 4 in flight
+    absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_GE(r->total.ok, 80);
+    EXPECT_EQ(r->total.error_count(), 0);
+    EXPECT_EQ(server.max_waiting(), 4) << "driver " << static_cast<int>(driver);
+  }
+}
+
+TEST_F(LoadtestCallTest, ClosedLoopOnCallbacksCountsErrorsAndGoesOn) {
+  LoadSpec spec = Spec("test::fail");
+  spec.driver = LoadSpec::Driver::kCallbacks;
+  spec.concurrency = 2;
+  absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->total.ok, 0);
+  EXPECT_GE(r->total.errors["INVALID_ARGUMENT"], 40);
+}
+
+TEST_F(LoadtestCallTest, CallbacksRunUnaryCallsOnly) {
+  LoadSpec spec = Spec("test::echo");
+  spec.driver = LoadSpec::Driver::kCallbacks;
+  spec.streaming = true;
+  absl::StatusOr<RunResult> r = myops::loadtest::Run(spec, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("no --stream"));
+}
+
 TEST_F(LoadtestCallTest, OpenLoopCallsAsynchronously) {
   LoadSpec spec = Spec("test::echo");
   spec.rate = 400;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke run of myops-loadtest against the real myops-server and the echo server: closed
 # loop (unary and stream) and open loop, a second each, and the Open Inference Protocol's
-# ModelInfer (--protocol kserve); asserts zero errors and a well-formed JSON report. Then
+# ModelInfer (--protocol kserve), and the closed loop on callbacks (--driver callbacks);
+# asserts zero errors and a well-formed JSON report. Then
 # one short round of bench/compare.sh's comparison (echo, myops-server and the Python
 # peer) through bench/compare_report.py, asserting a complete, error-free ratio table; and
 # three replicas behind one target, counted per replica. No timing assertions.
@@ -56,6 +57,35 @@ for name, n in (("kserve", 4), ("kserve-open", 1)):
         assert p["payload_gb_per_s"] > 0 and 0 < p["latency_us"]["p50"] <= p["latency_us"]["max"], p
 print("loadtest kserve reports OK")
 PY
+# --driver callbacks: the closed loop on gRPC's callback threads, --client-threads of them
+# (counted by name while it runs), both protocols; the same reports.
+"$loadtest" --target "$myops" --driver callbacks --client-threads 3 --concurrency 4 \
+  --sizes 1KiB,256KiB --duration 1.5 --warmup 0.5 --max-windows 1 --quiet \
+  --json "$work/callbacks.json" &
+pid=$!
+sleep 1
+threads=$(grep -lx grpc-callback /proc/$pid/task/*/comm | wc -l)
+wait $pid
+[[ $threads -eq 3 ]] || { echo "loadtest --client-threads 3: $threads grpc-callback threads"; exit 1; }
+"$loadtest" --target "$myops" --protocol kserve --driver callbacks --concurrency 1,8 \
+  --sizes 1KiB,256KiB "${common[@]}" --json "$work/kserve-callbacks.json"
+"$python" - "$work" <<'PY'
+import json, sys, pathlib
+work = pathlib.Path(sys.argv[1])
+for name, n in (("callbacks", 2), ("kserve-callbacks", 4)):
+    points = json.loads((work / f"{name}.json").read_text())["points"]
+    assert len(points) == n, (name, points)
+    for p in points:
+        assert p["errors"] == 0 and p["requests_ok"] > 0, p
+        assert p["payload_gb_per_s"] > 0 and 0 < p["latency_us"]["p50"] <= p["latency_us"]["max"], p
+print("loadtest --driver callbacks OK")
+PY
+set +e
+"$loadtest" --target "$myops" --driver callbacks --stream "${common[@]}" 2>"$work/err"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "no --stream" "$work/err" ||
+  { echo "loadtest --driver callbacks --stream: exit $rc"; cat "$work/err"; exit 1; }
 set +e
 "$loadtest" --target "$myops" --protocol kserve --stream "${common[@]}" 2>"$work/err"
 rc=$?

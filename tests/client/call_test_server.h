@@ -1,12 +1,17 @@
 // An in-process server of Call, CallStream and ListOperators written with protobuf's
 // generated code (an implementation independent of the client's hand-written codec):
 // "test::echo" returns its arguments' values in order, each keyword's value preceded by
-// its name as a string; "test::fail" ends with INVALID_ARGUMENT; other ops NOT_FOUND.
+// its name as a string; "test::wait" does the same after 5 ms, counting the calls in
+// flight; "test::fail" ends with INVALID_ARGUMENT; other ops NOT_FOUND.
 #ifndef MYOPS_TESTS_CLIENT_CALL_TEST_SERVER_H_
 #define MYOPS_TESTS_CLIENT_CALL_TEST_SERVER_H_
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
@@ -16,7 +21,8 @@
 
 namespace myops::testing {
 
-// Starts on construction, shuts down on destruction. Thread-safe (stateless handlers).
+// Starts on construction, shuts down on destruction. Thread-safe (the handlers share only
+// test::wait's atomic counters).
 class CallTestServer {
  public:
   CallTestServer() {
@@ -33,12 +39,27 @@ class CallTestServer {
 
   bool ok() const { return server_ != nullptr && port_ != 0; }
   std::string target() const { return "127.0.0.1:" + std::to_string(port_); }
+  // The most test::wait calls that were in flight at once.
+  int max_waiting() const { return service_.max_waiting.load(); }
 
  private:
   class Service final : public myops::v1::Myops::Service {
+   public:
+    std::atomic<int> waiting{0}, max_waiting{0};
+
+   private:
     grpc::Status Call(grpc::ServerContext*, const myops::v1::CallRequest* request,
                       myops::v1::CallResponse* response) override {
-      return Answer(*request, response);
+      if (request->op() != "test::wait") return Answer(*request, response);
+      const int now = ++waiting;
+      int max = max_waiting.load();
+      while (now > max && !max_waiting.compare_exchange_weak(max, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      --waiting;
+      myops::v1::CallRequest echo = *request;
+      echo.set_op("test::echo");
+      return Answer(echo, response);
     }
 
     grpc::Status CallStream(grpc::ServerContext*,
@@ -83,6 +104,10 @@ class CallTestServer {
       fail->set_name("test::fail");
       fail->set_schema("test::fail(Tensor x) -> Tensor");
       fail->set_served(true);
+      myops::v1::OperatorInfo* wait = response->add_operators();
+      *wait = *op;
+      wait->set_name("test::wait");
+      wait->set_schema("test::wait(Tensor x, *, float alpha=1.) -> Tensor");
       myops::v1::OperatorInfo* inplace = response->add_operators();
       inplace->set_name("test::echo_");
       inplace->set_schema("test::echo_(Tensor(a!) x) -> Tensor(a!)");

@@ -1,5 +1,7 @@
 // The threads that run gRPC's callbacks in this process: every reactor of every server
-// and channel. Their count is --grpc-threads.
+// and channel. myops-server sets their count with --grpc-threads, myops-loadtest with
+// --client-threads. Only executables link this (target myops_callback_threads): linking it
+// replaces gRPC's own callback threads in the whole process.
 //
 // gRPC 1.51 runs callbacks from one process-wide completion queue, drained by
 // max(2, cores/2) "nexting" threads of its own, each of which also polls the sockets (epoll1:
@@ -20,7 +22,7 @@
 // Callbacks must not block on another callback: with one thread, nothing else runs meanwhile.
 #pragma once
 
-namespace myops::server {
+namespace myops {
 
 // The count --grpc-threads 0 picks: one thread per four hardware threads, 1 to 16.
 int DefaultCallbackThreads();
@@ -33,4 +35,4 @@ void SetCallbackThreads(int threads);
 // queue) or gRPC's own threads do (another gRPC). Thread-safe.
 int CallbackThreads();
 
-}  // namespace myops::server
+}  // namespace myops

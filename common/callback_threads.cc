@@ -1,5 +1,5 @@
 // gRPC's callback queue with our count of threads (see callback_threads.h).
-#include "frontends/grpc/callback_threads.h"
+#include "myops/common/callback_threads.h"
 
 #include <grpc/grpc.h>
 #include <grpcpp/completion_queue.h>
@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace myops::server {
+namespace myops {
 namespace {
 
 ABSL_CONST_INIT absl::Mutex g_mu(absl::kConstInit);
@@ -82,15 +82,13 @@ void SetCallbackThreads(int threads) {
 
 int CallbackThreads() { return g_running.load(std::memory_order_acquire); }
 
-}  // namespace myops::server
+}  // namespace myops
 
 // gRPC 1.51's declarations (grpcpp/completion_queue.h: private static members, called by
 // grpc::Server and grpc::Channel when they first need callbacks and when destroyed).
 #if GRPC_CPP_VERSION_MAJOR == 1 && GRPC_CPP_VERSION_MINOR == 51
 namespace grpc {
-CompletionQueue* CompletionQueue::CallbackAlternativeCQ() { return myops::server::Acquire(); }
-void CompletionQueue::ReleaseCallbackAlternativeCQ(CompletionQueue* cq) {
-  myops::server::Release(cq);
-}
+CompletionQueue* CompletionQueue::CallbackAlternativeCQ() { return myops::Acquire(); }
+void CompletionQueue::ReleaseCallbackAlternativeCQ(CompletionQueue* cq) { myops::Release(cq); }
 }  // namespace grpc
 #endif
