@@ -6,10 +6,16 @@
 # myops backend (backends/triton); with --sides, any two of those, such as two Tritons
 # with two backends (bench/triton_backends.sh). The client is myops-loadtest --protocol
 # kserve (ModelInfer of myops::scale_shift, raw contents, alpha and beta as parameters),
-# so both servers get byte-identical requests; with --client tritonclient it is Triton's own
-# Python client, tritonclient.grpc, one thread and channel per concurrent request
-# (bench/tritonclient_load.py, the same requests; its GIL, not the servers, sets the pace
-# from a few threads on). Servers run with one CPU worker or
+# so both servers get byte-identical requests; its closed loop runs on callbacks
+# (--driver callbacks, unless the flags given choose --driver threads), which leaves the
+# servers, on a machine whose cores the client shares, the most CPU. With --client
+# tritonclient it is Triton's own Python client, tritonclient.grpc, one thread and channel
+# per concurrent request (bench/tritonclient_load.py, the same requests; its GIL, not the
+# servers, sets the pace from a few threads on); with --client perf_analyzer, Triton's
+# own load generator, perf_analyzer 2.51.0 in its default mode, one thread per concurrent
+# request (bench/perf_analyzer_load.py; the same requests, the data random, installed by
+# bench/peers/perf_analyzer.sh; --duration only; the requests answered are the servers'
+# own count, from ModelStatistics). Servers run with one CPU worker or
 # instance per core. Per round, fresh servers, both up at once; per size and
 # concurrency, each server gets an unmeasured warm-up run, then a measured run, the order
 # alternating by round. Each server's CPU time (utime + stime, /proc/PID/stat) over its
@@ -31,7 +37,8 @@
 #                      [--triton-backend scaleshift|myops|DIR] [--triton-models DIR]
 #                      [--triton-preload LIB] [--sides LABEL=SERVER,LABEL=SERVER]
 #                      [--cpu-gate SIZE:MAX] [--myops-build DIR] [--out DIR]
-#                      [--client myops-loadtest|tritonclient] [other myops-loadtest flags]
+#                      [--client myops-loadtest|tritonclient|perf_analyzer]
+#                      [other myops-loadtest flags]
 #
 # --myops-build: the build tree with server/myops-server, bench/loadtest/myops-loadtest
 # and the backends (bench/peers/triton_scale_shift, backends/triton/myops); without it,
@@ -98,14 +105,20 @@ if [ "${#label[@]}" != 2 ] || [ "${label[0]}" = "${label[1]}" ]; then
   echo "--sides $sides: expected two sides with different labels" >&2
   exit 2
 fi
-if [ "$client" != myops-loadtest ] && [ "$client" != tritonclient ]; then
-  echo "--client $client: expected myops-loadtest or tritonclient" >&2
-  exit 2
-fi
-if [ "$client" = tritonclient ] && [ "${#extra[@]}" != 0 ]; then
-  echo "--client tritonclient takes no myops-loadtest flags: ${extra[*]}" >&2
-  exit 2
-fi
+case "$client" in
+  myops-loadtest) [[ " ${extra[*]} " == *" --driver"* ]] || extra+=(--driver callbacks) ;;
+  tritonclient | perf_analyzer)
+    if [ "${#extra[@]}" != 0 ]; then
+      echo "--client $client takes no myops-loadtest flags: ${extra[*]}" >&2
+      exit 2
+    fi
+    if [ "$client" = perf_analyzer ] && [ -n "$requests" ]; then
+      echo "--client perf_analyzer measures time windows: give --duration, not --requests" >&2
+      exit 2
+    fi ;;
+  *) echo "--client $client: expected myops-loadtest, tritonclient or perf_analyzer" >&2
+     exit 2 ;;
+esac
 if [[ ! "$slices" =~ ^[1-9][0-9]*$ ]]; then
   echo "--slices $slices: expected a whole number of slices, at least 1" >&2
   exit 2
@@ -166,6 +179,11 @@ source "$MYOPS_REPO/scripts/servers.sh"
 TICKS="$(getconf CLK_TCK)"
 LOADTEST=("$build/bench/loadtest/myops-loadtest")
 [ "$client" = tritonclient ] && LOADTEST=("$MYOPS_VENV/bin/python" "$MYOPS_REPO/bench/tritonclient_load.py")
+if [ "$client" = perf_analyzer ]; then
+  MYOPS_PERF_ANALYZER="$("$MYOPS_REPO/bench/peers/perf_analyzer.sh")"
+  export MYOPS_PERF_ANALYZER
+  LOADTEST=("$MYOPS_VENV/bin/python" "$MYOPS_REPO/bench/perf_analyzer_load.py")
+fi
 
 cpu_seconds() {  # utime + stime of process $1, in seconds
   awk -v t="$TICKS" '{ print ($14 + $15) / t }' "/proc/$1/stat"
@@ -204,7 +222,7 @@ describe() {  # describe I: side I in words
 # One slice of a measured run: --duration/--slices seconds, or --requests/--slices requests.
 measure=(--duration "$(awk -v d="$duration" -v n="$slices" 'BEGIN { print d / n }')")
 [ -n "$requests" ] && measure=(--requests "$(((requests + slices - 1) / slices))")
-echo "$(describe 0); $(describe 1); $(nproc) cores; $client --protocol kserve," \
+echo "$(describe 0); $(describe 1); $(nproc) cores; $client --protocol kserve ${extra[*]}," \
   "${measure[*]} per slice, $slices slice(s) per run, after ${warmup} s of warm-up" >&2
 for round in $(seq "$rounds"); do
   start_side 0 "$round"

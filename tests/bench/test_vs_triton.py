@@ -3,7 +3,7 @@ scaleshift backend: it runs end to end (one round, 1 KiB, a few requests) and pr
 round's figures and the median table with sane numbers; with --slices the two servers take
 turns slice by slice and each side's figures add up over its slices; malformed --sides,
 --slices and a backend folder without a backend are refused; --client tritonclient calls both
-with tritonclient.grpc. Skipped where tritonserver (nvidia-pytriton) is not
+with tritonclient.grpc, --client perf_analyzer with Triton's perf_analyzer. Skipped where tritonserver (nvidia-pytriton) is not
 installed. bench/triton_backends.sh (the myops backend against the peer) has its own test."""
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def test_one_round_prints_sane_figures(tmp_path):
     result = run(tmp_path, "--rounds", "1", "--sizes", "1KiB", "--concurrency", "1",
                  "--requests", "200", "--warmup", "0")
     assert result.returncode == 0, result.stdout + result.stderr
+    # myops-loadtest's closed loop on callbacks, unless the flags choose threads.
+    assert "myops-loadtest --protocol kserve --driver callbacks," in result.stderr, result.stderr
     side = rf"({NUMBER}+) req/s, p50 ({NUMBER}+) us, p99 ({NUMBER}+) us, CPU ({NUMBER}+) us/req"
     found = re.search(rf"^1KiB conc 1 round 1: myops {side}; Triton {side}; "
                       rf"myops/Triton req/s ({NUMBER}+), CPU/req ({NUMBER}+)$", result.stdout, re.M)
@@ -124,4 +126,36 @@ def test_tritonclient_as_the_client(tmp_path):
     refused = run(tmp_path, "--client", "tritonclient", "--rounds", "1", "--requests", "10",
                   "--dtype", "float16")
     assert refused.returncode == 2 and "takes no myops-loadtest flags" in refused.stderr, \
+        refused.stderr
+
+
+def test_perf_analyzer_as_the_client(tmp_path):
+    """--client perf_analyzer: both servers loaded by Triton's perf_analyzer (bench/
+    perf_analyzer_load.py, installed by bench/peers/perf_analyzer.sh), each side's
+    requests counted by the server itself, the same figures printed; loadtest flags with it
+    are refused."""
+    if not (BUILD / "bench" / "peers" / "triton_scale_shift" / "libtriton_scaleshift.so").exists():
+        pytest.fail("the scaleshift backend is not built (myops_build --target triton_scaleshift)")
+    result = run(tmp_path, "--client", "perf_analyzer", "--rounds", "1", "--sizes", "64KiB",
+                 "--concurrency", "2", "--duration", "0.6", "--warmup", "0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "perf_analyzer --protocol kserve ," in result.stderr, result.stderr
+    for label in ("myops", "Triton"):
+        data = json.loads((tmp_path / "out" / f"1.64KiB.2.{label}.1.json").read_text())
+        assert data["client"] == "perf_analyzer 2.51.0", data
+        row = data["points"][0]
+        # What the server answered over the run: at least the three windows of 0.2 s at
+        # the rate perf_analyzer measured in them.
+        assert row["requests_ok"] >= 0.6 * row["throughput_rps"] * 0.9 > 0, row
+        assert row["payload_bytes"] == 65536 and row["errors"] == 0, row
+        assert 0 < row["latency_us"]["p50"] <= row["latency_us"]["p99"], row
+    side = rf"({NUMBER}+) req/s, p50 ({NUMBER}+) us, p99 ({NUMBER}+) us, CPU ({NUMBER}+) us/req"
+    assert re.search(rf"^64KiB conc 2 round 1: myops {side}; Triton {side}; ", result.stdout, re.M), \
+        result.stdout
+    refused = run(tmp_path, "--client", "perf_analyzer", "--rounds", "1", "--duration", "1",
+                  "--driver", "threads")
+    assert refused.returncode == 2 and "takes no myops-loadtest flags" in refused.stderr, \
+        refused.stderr
+    refused = run(tmp_path, "--client", "perf_analyzer", "--rounds", "1", "--requests", "10")
+    assert refused.returncode == 2 and "give --duration, not --requests" in refused.stderr, \
         refused.stderr

@@ -1,0 +1,126 @@
+"""A closed-loop load of ModelInfer calls of myops::scale_shift made by Triton's own load
+generator, perf_analyzer 2.51.0 (bench/peers/perf_analyzer.sh installs it): the third
+client of bench/vs_triton.sh (--client perf_analyzer), taking the subset of
+myops-loadtest's flags that the script passes and writing its JSON shape (points[0]:
+requests_ok, errors, throughput_rps, latency_us p50/p99), so that the script's rounds,
+slices, CPU accounting and table are the same for every client.
+
+    python bench/perf_analyzer_load.py --target HOST:PORT --protocol kserve --sizes 1KiB
+        --concurrency 8 --duration SECONDS [--warmup S] [--json FILE]
+
+perf_analyzer runs in its default mode: --concurrency threads, each sending one request
+after the other over gRPC (x: random FP32 of the payload's size, alpha and beta as request
+parameters, as myops-loadtest --protocol kserve sends them). It measures three windows of
+a third of --duration each, back to back, and reports their throughput and latency
+percentiles, which this passes on (no --requests: perf_analyzer's windows by count still
+last its measurement interval). requests_ok is what the server counted as
+answered over the whole run (its ModelStatistics before and after), so that the CPU the
+script divides by it covers the same calls; perf_analyzer fails the run on any error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+MODEL = "myops::scale_shift"
+UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+WINDOWS = 3  # perf_analyzer's fewest windows to call a measurement stable
+INSTALL = pathlib.Path(__file__).resolve().parent / "peers" / "perf_analyzer.sh"
+
+
+def payload_bytes(text: str) -> int:
+    found = re.fullmatch(r"(\d+)(B|KiB|MiB|GiB)?", text)
+    if not found:
+        raise SystemExit(f"--sizes {text}: expected a size such as 1KiB or 16MiB")
+    n = int(found.group(1)) * UNITS[found.group(2) or ""]
+    if n < 4 or n % 4:
+        raise SystemExit(f"--sizes {text}: expected a whole number of FP32 elements")
+    return n
+
+
+def answered(target: str) -> int:
+    """Successful inferences of MODEL the server has counted (ModelStatistics)."""
+    import tritonclient.grpc as grpcclient
+
+    with grpcclient.InferenceServerClient(target) as client:
+        stats = client.get_inference_statistics(MODEL, as_json=True)
+    return sum(int(m["inference_stats"]["success"].get("count", 0)) for m in stats["model_stats"])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--target", required=True)
+    p.add_argument("--protocol", default="kserve", choices=["kserve"])
+    p.add_argument("--sizes", required=True)
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--duration", type=float, required=True)
+    p.add_argument("--warmup", type=float, default=0.0)
+    p.add_argument("--json")
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args()
+    if args.concurrency < 1:
+        raise SystemExit("--concurrency: at least 1")
+    nbytes = payload_bytes(args.sizes)
+    binary = os.environ.get("MYOPS_PERF_ANALYZER") or subprocess.run(
+        [str(INSTALL)], check=True, capture_output=True, text=True).stdout.strip()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        report = pathlib.Path(tmp) / "report.csv"
+        base = [binary, "-m", MODEL, "-i", "grpc", "-u", args.target,
+                "--concurrency-range", f"{args.concurrency}:{args.concurrency}",
+                "--shape", f"x:{nbytes // 4}",
+                "--request-parameter", "alpha:2.0:double",
+                "--request-parameter", "beta:1.0:double",
+                "--max-trials", str(WINDOWS), "--stability-percentage", "1000"]
+
+        def windows_of(seconds: float) -> list[str]:
+            return ["--measurement-interval", str(max(1, round(seconds * 1000 / WINDOWS)))]
+
+        if args.warmup > 0:
+            run(base + windows_of(args.warmup))
+        cmd = base + ["-f", str(report)] + windows_of(args.duration)
+        before = answered(args.target)
+        out = run(cmd)
+        after = answered(args.target)
+        with open(report) as f:
+            rows = list(csv.DictReader(f))
+    if len(rows) != 1:
+        print(f"perf_analyzer_load: expected one row in its report, got {rows}\n{out}",
+              file=sys.stderr)
+        return 1
+    row = rows[0]
+    rps = float(row["Inferences/Second"])
+    point = {"payload_bytes": nbytes, "concurrency": args.concurrency,
+             "requests_ok": after - before, "errors": 0, "throughput_rps": rps,
+             "seconds": (after - before) / rps if rps > 0 else 0.0,
+             "latency_us": {"p50": float(row["p50 latency"]), "p99": float(row["p99 latency"])}}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"client": "perf_analyzer 2.51.0", "points": [point]}, f)
+    if not args.quiet:
+        print(f"{args.sizes} x{args.concurrency}: {rps:.1f} req/s, "
+              f"p50 {point['latency_us']['p50']:.1f} us, p99 {point['latency_us']['p99']:.1f} us")
+    return 0
+
+
+def run(cmd: list[str]) -> str:
+    """Runs perf_analyzer with its libraries (bench/peers/perf_analyzer.sh); its output, or
+    SystemExit with it when it fails (a failed request fails the run)."""
+    lib = pathlib.Path(cmd[0]).resolve().parents[1] / "lib"
+    env = dict(os.environ, LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"perf_analyzer exited {done.returncode}:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+if __name__ == "__main__":
+    sys.exit(main())
