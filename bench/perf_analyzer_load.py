@@ -11,7 +11,8 @@ slices, CPU accounting and table are the same for every client.
 perf_analyzer runs in its default mode: --concurrency threads, each sending one request
 after the other over gRPC (x: random FP32 of the payload's size, alpha and beta as request
 parameters, as myops-loadtest --protocol kserve sends them). It measures three windows of
-a third of --duration each, back to back, and reports their throughput and latency
+a third of --duration each (at least a second; longer where no request completes in one),
+back to back, and reports their throughput and latency
 percentiles, which this passes on (no --requests: perf_analyzer's windows by count still
 last its measurement interval). requests_ok is what the server counted as
 answered over the whole run (its ModelStatistics before and after), so that the CPU the
@@ -81,14 +82,30 @@ def main() -> int:
                 "--request-parameter", "beta:1.0:double",
                 "--max-trials", str(WINDOWS), "--stability-percentage", "1000"]
 
-        def windows_of(seconds: float) -> list[str]:
-            return ["--measurement-interval", str(max(1, round(seconds * 1000 / WINDOWS)))]
+        def measure(seconds: float, csv_report: pathlib.Path | None = None) -> str:
+            """perf_analyzer's three windows over `seconds`, each at least a second. It
+            fails a window in which no request completed (64 MiB with 8 of its clients
+            takes it seconds a request): then the windows double, up to 4 times."""
+            interval = max(1000, round(seconds * 1000 / WINDOWS))
+            for attempt in range(5):
+                cmd = base + ["--measurement-interval", str(interval)]
+                if csv_report is not None:
+                    cmd += ["-f", str(csv_report)]
+                done = run(cmd)
+                said = done.stdout + done.stderr
+                if done.returncode == 0:
+                    return done.stdout
+                if "No valid requests recorded" not in said or attempt == 4:
+                    raise SystemExit(f"perf_analyzer exited {done.returncode}:\n{said}")
+                interval *= 2
+            raise AssertionError("unreachable")
 
         if args.warmup > 0:
-            run(base + windows_of(args.warmup))
-        cmd = base + ["-f", str(report)] + windows_of(args.duration)
+            measure(args.warmup)
+        # Every request the server answers from here on counts, those of windows too
+        # short included: the script's CPU covers them too.
         before = answered(args.target)
-        out = run(cmd)
+        out = measure(args.duration, report)
         after = answered(args.target)
         with open(report) as f:
             rows = list(csv.DictReader(f))
@@ -111,15 +128,11 @@ def main() -> int:
     return 0
 
 
-def run(cmd: list[str]) -> str:
-    """Runs perf_analyzer with its libraries (bench/peers/perf_analyzer.sh); its output, or
-    SystemExit with it when it fails (a failed request fails the run)."""
+def run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    """Runs perf_analyzer with its libraries (bench/peers/perf_analyzer.sh)."""
     lib = pathlib.Path(cmd[0]).resolve().parents[1] / "lib"
     env = dict(os.environ, LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}")
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"perf_analyzer exited {done.returncode}:\n{done.stdout}{done.stderr}")
-    return done.stdout
+    return subprocess.run(cmd, env=env, capture_output=True, text=True)
 
 
 if __name__ == "__main__":
