@@ -104,14 +104,14 @@ class CallTestServer {
       fail->set_name("test::fail");
       fail->set_schema("test::fail(Tensor x) -> Tensor");
       fail->set_served(true);
-      myops::v1::OperatorInfo* wait = response->add_operators();
-      *wait = *op;
-      wait->set_name("test::wait");
-      wait->set_schema("test::wait(Tensor x, *, float alpha=1.) -> Tensor");
       myops::v1::OperatorInfo* inplace = response->add_operators();
       inplace->set_name("test::echo_");
       inplace->set_schema("test::echo_(Tensor(a!) x) -> Tensor(a!)");
       inplace->set_reason("mutates argument x");
+      myops::v1::OperatorInfo* wait = response->add_operators();
+      *wait = response->operators(0);
+      wait->set_name("test::wait");
+      wait->set_schema("test::wait(Tensor x, *, float alpha=1.) -> Tensor");
       return grpc::Status::OK;
     }
 

@@ -48,7 +48,7 @@ TEST_F(CliCallTest, OpsListsSchemasDevicesAndWhyNotServed) {
                                     "    served on cpu\n"));
   EXPECT_THAT(run.output, HasSubstr("test::echo_(Tensor(a!) x) -> Tensor(a!)\n"
                                     "    not served: mutates argument x\n"));
-  EXPECT_THAT(run.output, HasSubstr("3 operators"));
+  EXPECT_THAT(run.output, HasSubstr("4 operators"));
 }
 
 TEST_F(CliCallTest, CallPrintsArgumentsOutputsAndWritesNpy) {

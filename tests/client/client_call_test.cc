@@ -185,7 +185,7 @@ TEST_F(ClientCallTest, StreamPipelinesCallsAndGoesOnAfterErrors) {
 TEST_F(ClientCallTest, ListOperatorsDescribesSchemas) {
   absl::StatusOr<std::vector<OperatorDescription>> ops = client_->ListOperators();
   ASSERT_TRUE(ops.ok()) << ops.status();
-  ASSERT_EQ(ops->size(), 3u);
+  ASSERT_EQ(ops->size(), 4u);
   const OperatorDescription& echo = (*ops)[0];
   EXPECT_EQ(echo.name, "test::echo");
   EXPECT_TRUE(echo.served);
@@ -201,6 +201,7 @@ TEST_F(ClientCallTest, ListOperatorsDescribesSchemas) {
   EXPECT_EQ(SchemaKindName(echo.returns[0].kind), "tensor");
   EXPECT_FALSE((*ops)[2].served);
   EXPECT_EQ((*ops)[2].reason, "mutates argument x");
+  EXPECT_EQ((*ops)[3].name, "test::wait");
 }
 
 TEST(ClientCallRetryTest, UnavailableIsRetriedWithTheTokenOnEveryAttempt) {
