@@ -12,39 +12,27 @@ perf_analyzer runs in its default mode: --concurrency threads, each sending one 
 after the other over gRPC (x: random FP32 of the payload's size, alpha and beta as request
 parameters, as myops-loadtest --protocol kserve sends them). It measures three windows of
 a third of --duration each (at least a second; longer where no request completes in one),
-back to back, and reports their throughput and latency
-percentiles, which this passes on (no --requests: perf_analyzer's windows by count still
-last its measurement interval). requests_ok is what the server counted as
-answered over the whole run (its ModelStatistics before and after), so that the CPU the
-script divides by it covers the same calls; perf_analyzer fails the run on any error.
+back to back, and reports their throughput and latency percentiles, which this passes on
+(no --requests: perf_analyzer's windows by count still last its measurement interval).
+requests_ok is what the server counted as answered over the whole run (its
+ModelStatistics before and after), so that the CPU the script divides by it covers the
+same calls; perf_analyzer fails the run on any error.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
 import pathlib
-import re
 import subprocess
 import sys
 import tempfile
 
-MODEL = "myops::scale_shift"
-UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+from load_args import MODEL, parse
+
 WINDOWS = 3  # perf_analyzer's fewest windows to call a measurement stable
 INSTALL = pathlib.Path(__file__).resolve().parent / "peers" / "perf_analyzer.sh"
-
-
-def payload_bytes(text: str) -> int:
-    found = re.fullmatch(r"(\d+)(B|KiB|MiB|GiB)?", text)
-    if not found:
-        raise SystemExit(f"--sizes {text}: expected a size such as 1KiB or 16MiB")
-    n = int(found.group(1)) * UNITS[found.group(2) or ""]
-    if n < 4 or n % 4:
-        raise SystemExit(f"--sizes {text}: expected a whole number of FP32 elements")
-    return n
 
 
 def answered(target: str) -> int:
@@ -57,19 +45,8 @@ def answered(target: str) -> int:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--target", required=True)
-    p.add_argument("--protocol", default="kserve", choices=["kserve"])
-    p.add_argument("--sizes", required=True)
-    p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--duration", type=float, required=True)
-    p.add_argument("--warmup", type=float, default=0.0)
-    p.add_argument("--json")
-    p.add_argument("--quiet", action="store_true")
-    args = p.parse_args()
-    if args.concurrency < 1:
-        raise SystemExit("--concurrency: at least 1")
-    nbytes = payload_bytes(args.sizes)
+    args = parse(__doc__.split("\n\n")[0], requests=False)
+    nbytes = args.payload_bytes
     binary = os.environ.get("MYOPS_PERF_ANALYZER") or subprocess.run(
         [str(INSTALL)], check=True, capture_output=True, text=True).stdout.strip()
 

@@ -16,28 +16,14 @@ under the GIL: with several threads this client, not the server, sets the pace.
 
 from __future__ import annotations
 
-import argparse
 import json
-import re
 import statistics
 import sys
 import threading
 import time
 
 import numpy as np
-
-MODEL = "myops::scale_shift"
-UNITS = {"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-
-
-def payload_bytes(text: str) -> int:
-    found = re.fullmatch(r"(\d+)(B|KiB|MiB|GiB)?", text)
-    if not found:
-        raise SystemExit(f"--sizes {text}: expected a size such as 1KiB or 16MiB")
-    n = int(found.group(1)) * UNITS[found.group(2) or ""]
-    if n < 4 or n % 4:
-        raise SystemExit(f"--sizes {text}: expected a whole number of FP32 elements")
-    return n
+from load_args import MODEL, parse
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -47,22 +33,8 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--target", required=True)
-    p.add_argument("--protocol", default="kserve", choices=["kserve"])
-    p.add_argument("--sizes", required=True)
-    p.add_argument("--concurrency", type=int, default=1)
-    p.add_argument("--duration", type=float)
-    p.add_argument("--requests", type=int)
-    p.add_argument("--warmup", type=float, default=0.0)
-    p.add_argument("--json")
-    p.add_argument("--quiet", action="store_true")
-    args = p.parse_args()
-    if (args.duration is None) == (args.requests is None):
-        raise SystemExit("give one of --duration and --requests")
-    if args.concurrency < 1:
-        raise SystemExit("--concurrency: at least 1")
-    nbytes = payload_bytes(args.sizes)
+    args = parse(__doc__.split("\n\n")[0], requests=True)
+    nbytes = args.payload_bytes
 
     import tritonclient.grpc as grpcclient
 
