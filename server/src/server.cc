@@ -12,11 +12,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "myops/common/callback_threads.h"
 #include "frontends/grpc/http2_window.h"
 #include "frontends/grpc/replica_identity.h"
 #include "frontends/myops_v1/codec.h"
 #include "http/tls.h"
+#include "myops/common/callback_threads.h"
 #include "myops/common/token_file.h"
 #include "myops/version.h"
 
