@@ -51,7 +51,7 @@ TEST_F(LoadtestCallTest, ClosedLoopUnaryAndStreamCountArgumentAndOutputBytes) {
   }
 }
 
-TEST_F(LoadtestCallTest, ClosedLoopOnCallbacksKeepsEveryChainGoingAndEndsThem) {
+TEST_F(LoadtestCallTest, ClosedLoopOnCallbacksCountsRequestsAndBytes) {
   LoadSpec spec = Spec("test::echo");
   spec.driver = LoadSpec::Driver::kCallbacks;
   spec.concurrency = 3;

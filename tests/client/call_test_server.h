@@ -6,7 +6,6 @@
 #ifndef MYOPS_TESTS_CLIENT_CALL_TEST_SERVER_H_
 #define MYOPS_TESTS_CLIENT_CALL_TEST_SERVER_H_
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
