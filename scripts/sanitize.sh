@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
-# Sanitizer runs of the C++ test suites (README "Testing"), each in its own build tree:
-#   scripts/sanitize.sh address   ASan + UBSan (build-asan): every GoogleTest suite and the
-#                                 end-to-end tests of the real binaries, through CTest,
+# Sanitizer runs of the C++ test suites (README "Testing"):
+#   scripts/sanitize.sh address   ASan + UBSan in the sanitized tree (build-san, clang-14,
+#                                 scripts/env.sh myops_san_configure, which the fuzz targets
+#                                 share): builds what CTest runs (scripts/ctest_targets.py)
+#                                 and runs every GoogleTest suite, the end-to-end tests of
+#                                 the real binaries and the fuzz targets over their corpora,
 #                                 but those labelled "large" (tensors beyond 2 GiB)
-#   scripts/sanitize.sh thread    TSan (build-tsan): the C++ client's concurrency tests
+#   scripts/sanitize.sh thread    TSan (build-tsan, gcc): the C++ client's concurrency tests
 #                                 (tests/sanitizers/tsan_tests.regex: streams, async calls,
 #                                 one client on many threads, against the echo server);
 #                                 torch-free. What TSan can and cannot see here:
 #                                 tests/sanitizers/tsan.supp
-# Built with gcc, RelWithDebInfo, the system allocator and no CUDA (MyopsSanitizers.cmake).
-# libtorch, gRPC, protobuf and abseil come from binary packages and are not instrumented;
-# what that costs is written in tests/sanitizers/*.supp, one justified entry at a time.
+# Both use the system allocator and no CUDA (cmake/MyopsSanitizers.cmake). libtorch, gRPC,
+# protobuf and abseil come from binary packages and are not instrumented; what that costs
+# is written in tests/sanitizers/*.supp, one justified entry at a time.
 #   MYOPS_SANITIZE_CTEST_ARGS  extra ctest arguments, e.g. "-R server_test"
 set -euo pipefail
 KIND="${1:-address}"
 EXCLUDE_LABEL=""
 source "$(dirname "$0")/env.sh"
 SUPP="$MYOPS_REPO/tests/sanitizers"
-COMMON_ARGS="-DMYOPS_SANITIZE=$KIND -DMYOPS_MALLOC=system -DMYOPS_WITH_CUDA=OFF \
--DMYOPS_BUILD_PYTHON_CLIENT=OFF"
-export MYOPS_BUILD_TYPE=RelWithDebInfo
 case "$KIND" in
   address)
-    export MYOPS_BUILD_DIR="$MYOPS_REPO/build-asan" MYOPS_CMAKE_ARGS="$COMMON_ARGS"
-    myops_build
+    export MYOPS_BUILD_DIR="$MYOPS_SAN_BUILD_DIR"
+    myops_san_configure
+    mapfile -t targets < <(python "$MYOPS_REPO/scripts/ctest_targets.py" "$MYOPS_BUILD_DIR")
+    cmake --build "$MYOPS_BUILD_DIR" --target "${targets[@]}"
     # protect_shadow_gap=0: where a GPU is present, the CUDA driver (initialized through
     # libtorch) maps memory into ASan's shadow gap; without a GPU the suite passes either
     # way. LSan on, UBSan halting on the first report.
@@ -34,7 +36,9 @@ case "$KIND" in
     EXCLUDE_LABEL="large"
     ;;
   thread)
-    export MYOPS_BUILD_DIR="$MYOPS_REPO/build-tsan" MYOPS_CMAKE_ARGS="$COMMON_ARGS"
+    export MYOPS_BUILD_DIR="$MYOPS_REPO/build-tsan" MYOPS_BUILD_TYPE=RelWithDebInfo
+    export MYOPS_CMAKE_ARGS="-DMYOPS_SANITIZE=thread -DMYOPS_MALLOC=system \
+-DMYOPS_WITH_CUDA=OFF -DMYOPS_BUILD_PYTHON_CLIENT=OFF"
     myops_build --target client_test
     export TSAN_OPTIONS="suppressions=$SUPP/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
     REGEX="$(cat "$SUPP/tsan_tests.regex")"

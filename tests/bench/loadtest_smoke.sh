@@ -16,7 +16,7 @@ myops_start myops "" "$server" --address 127.0.0.1:0 --devices cpu --drain-delay
 myops=$MYOPS_ADDR
 myops_start echo "" "$echo_server" --address 127.0.0.1:0
 echo_addr=$MYOPS_ADDR
-common=(--duration 1 --warmup 0.2 --max-windows 2 --quiet)
+common=(--duration 0.4 --warmup 0.1 --max-windows 1 --quiet)  # A smoke: one short window a point.
 for target in "$myops" "$echo_addr"; do
   "$loadtest" --target "$target" --concurrency 1,4 --sizes 1KiB,256KiB "${common[@]}" --json "$work/closed.json" --csv "$work/closed.csv"
   "$loadtest" --target "$target" --concurrency 2 --stream --shape 64,64 "${common[@]}" --json "$work/stream.json"

@@ -121,6 +121,7 @@ def test_unavailable(closed_port, retries):
         client.server_info()
 
 
+@pytest.mark.serial  # Times a call against its deadline.
 def test_deadline_exceeded_silent_server(silent_server):
     client = myops_client.Client(silent_server, timeout=0.3)
     start = time.monotonic()

@@ -48,6 +48,7 @@ def test_threads_share_one_client(client):
     assert not errors, errors[0]
 
 
+@pytest.mark.serial  # Times four calls against a deadline.
 def test_gil_released_during_calls(silent_server):
     # Four calls that each block for 0.5 s overlap: with the GIL held they
     # would take 2 s, and the main thread could not count meanwhile.
