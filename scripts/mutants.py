@@ -106,7 +106,9 @@ def run(command: list[str], cwd: pathlib.Path, log: pathlib.Path) -> bool:
 
 def build(scratch: pathlib.Path, log: pathlib.Path, targets: list[str] | None = None) -> bool:
     target_args = " ".join(["--target", *targets]) if targets else ""
-    return run(["bash", "-c", f"source scripts/env.sh >/dev/null && myops_build {target_args}"],
+    # One CTest test per GoogleTest test: the guards name them (tests/CMakeLists.txt).
+    return run(["bash", "-c", "source scripts/env.sh >/dev/null && "
+                f"myops_configure -DMYOPS_CTEST_PER_TEST=ON && myops_build {target_args}"],
                scratch, log)
 
 
