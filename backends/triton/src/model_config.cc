@@ -53,8 +53,18 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& config) {
   }
   auto libraries = StringParameter(config, out.name, "libraries");
   if (!libraries.ok()) return libraries.status();
-  for (absl::string_view path : absl::StrSplit(*libraries, ',', absl::SkipWhitespace())) {
-    out.libraries.emplace_back(absl::StripAsciiWhitespace(path));
+  // Comma-separated paths; an empty item (",,", a comma at either end) is a mistake in the
+  // list, not a library fewer.
+  if (!absl::StripAsciiWhitespace(*libraries).empty()) {
+    for (absl::string_view path : absl::StrSplit(*libraries, ',')) {
+      path = absl::StripAsciiWhitespace(path);
+      if (path.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model '", out.name, "': parameter 'libraries' has an empty item in \"",
+                         *libraries, "\": expected library paths separated by commas"));
+      }
+      out.libraries.emplace_back(path);
+    }
   }
   auto libpython = StringParameter(config, out.name, "libpython");
   if (!libpython.ok()) return libpython.status();

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/regular_file.h"
 
 namespace myops::server {
 namespace {
@@ -96,9 +97,19 @@ std::string MissingLibrary(const std::string& error) {
   return std::regex_search(error, m, kMissing) ? m[1].str() : "";
 }
 
+// A path (a name with a '/') must be a regular file (regular_file.h): a FIFO would block
+// dlopen forever. A bare soname is dlopen's to find in the system's library paths.
+absl::Status CheckPath(const std::string& path) {
+  return path.find('/') == std::string::npos ? absl::OkStatus() : CheckRegularFile(path);
+}
+
 // Loads `path`, first loading what it needs that can be found: libpython (for Python
 // extensions) and libraries of the torch wheel. `depth` bounds the recursion.
 absl::Status Load(const std::string& path, const std::string& libpython, int depth) {
+  if (absl::Status file = CheckPath(path); !file.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot load operator library ", path, ": ", file.message()));
+  }
   std::string error = Open(path);
   for (int attempt = 0; !error.empty() && attempt < 8 && depth < 4; ++attempt) {
     if (NeedsPython(error)) {
@@ -139,7 +150,9 @@ absl::Status LoadOperatorLibraries(const std::vector<std::string>& paths,
   // libtorch_python.so, which is loaded from the directory libtorch was loaded from.
   // With `libpython` given, it is loaded first.
   if (!libpython.empty()) {
-    if (std::string error = Open(libpython); !error.empty()) {
+    std::string error(CheckPath(libpython).message());
+    if (error.empty()) error = Open(libpython);
+    if (!error.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("cannot load --libpython ", libpython, ": ", error));
     }

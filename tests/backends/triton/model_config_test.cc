@@ -40,6 +40,24 @@ TEST(ParseModelConfigTest, AMissingOpOrANonStringParameterIsAPreciseError) {
   EXPECT_NE(wrong.status().message().find("'libraries'"), std::string::npos);
 }
 
+TEST(ParseModelConfigTest, AnEmptyItemInTheLibrariesIsAPreciseError) {
+  for (const char* libraries : {",,,", "/a/_C.so,", ", /a/_C.so", "/a/_C.so,  ,/b/libx.so"}) {
+    auto parsed = ParseModelConfig(Config({{"op", {{"string_value", "myops::scale_shift"}}},
+                                           {"libraries", {{"string_value", libraries}}}}));
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << libraries;
+    EXPECT_NE(parsed.status().message().find("model 'm': parameter 'libraries' has an empty item"),
+              std::string::npos)
+        << parsed.status();
+    EXPECT_NE(parsed.status().message().find(libraries), std::string::npos) << parsed.status();
+  }
+  for (const char* none : {"", "  "}) {  // No libraries named: the table as it is.
+    auto parsed = ParseModelConfig(Config({{"op", {{"string_value", "myops::scale_shift"}}},
+                                           {"libraries", {{"string_value", none}}}}));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_TRUE(parsed->libraries.empty());
+  }
+}
+
 TEST(ParseModelConfigTest, ReadsAProgramAndItsCpuInstances) {
   json config = Config({{"program", {{"string_value", " /models/detector.pt2 "}}}});
   config["instance_group"] = json::array({{{"kind", "KIND_CPU"}, {"count", 3}},

@@ -187,6 +187,19 @@ def test_bad_program_flags_stop_start_up(flag, message):
 
 
 @skip_launcher
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_program_that_is_not_a_regular_file_stops_start_up_at_once(tmp_path, kind):
+    # A FIFO would block the package reader's open() forever: start-up hung, silent.
+    path = tmp_path / "model.pt2"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    done = start("--program", f"m={path}")
+    assert done.returncode == 1
+    what = "a FIFO" if kind == "fifo" else "a directory"
+    assert (f"program m ({path}): not a readable AOTInductor package: it is {what}, "
+            "not a regular file") in done.stderr
+
+
+@skip_launcher
 def test_two_programs_of_one_name_stop_start_up(package):
     import torchvision
     library = os.path.join(os.path.dirname(torchvision.__file__), "_C.so")

@@ -5,6 +5,7 @@ for bit; errors are Triton errors with the operator's message, and Triton keeps 
 from __future__ import annotations
 
 import concurrent.futures
+import os
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from conftest import infer_through_shared_memory
+from conftest import infer_through_shared_memory, model_configs, running_triton
 from myops_testing import BUILD
 
 torch.ops.load_library(str(BUILD / "python" / "myops" / "libmyops.so"))
@@ -154,6 +155,46 @@ def test_unknown_op_and_bad_library_fail_their_model_load_with_the_reason(triton
     assert "/nonexistent/libmylib.so" in index["bad_library"]["reason"], index["bad_library"]
     for name in ("scale_shift", "nms", "roi_align", "topk"):
         assert index[name]["state"] == "READY", index[name]
+
+
+def test_a_fifo_or_an_empty_library_item_fails_its_model_alone_and_at_once(tmp_path):
+    # A program or library path that is a FIFO would block the load's open() forever, and
+    # Triton with it; ",,," names no library: both are refused at load, with the reason,
+    # and the other model serves.
+    fifo = tmp_path / "model.pt2"
+    os.mkfifo(fifo)
+    configs = {
+        "scale_shift": model_configs()["scale_shift"],
+        "fifo_program": f"""
+            backend: "myops"
+            parameters {{ key: "program" value {{ string_value: "{fifo}" }} }}
+        """,
+        "fifo_library": f"""
+            backend: "myops"
+            parameters {{ key: "op" value {{ string_value: "mylib::op" }} }}
+            parameters {{ key: "libraries" value {{ string_value: "{fifo}" }} }}
+        """,
+        "empty_libraries": """
+            backend: "myops"
+            parameters { key: "op" value { string_value: "myops::scale_shift" } }
+            parameters { key: "libraries" value { string_value: ",,," } }
+        """,
+    }
+    with running_triton(tmp_path, configs, wait_ready=False) as server:  # Not all are ready.
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        index = {m["name"]: m for m in client.get_model_repository_index(as_json=True)["models"]}
+        for name in ("fifo_program", "fifo_library", "empty_libraries"):
+            assert index[name]["state"] == "UNAVAILABLE", index[name]
+        assert (f"program fifo_program ({fifo}): not a readable AOTInductor package: it is a "
+                "FIFO, not a regular file") \
+            in index["fifo_program"]["reason"], index["fifo_program"]
+        assert f"cannot load operator library {fifo}: it is a FIFO, not a regular file" \
+            in index["fifo_library"]["reason"], index["fifo_library"]
+        assert "parameter 'libraries' has an empty item in \",,,\"" \
+            in index["empty_libraries"]["reason"], index["empty_libraries"]
+        x = np.arange(5, dtype=np.float32)
+        y = infer(client, "scale_shift", {"x": x}, parameters={"alpha": 2.0, "beta": 1.0})
+        np.testing.assert_array_equal(y.as_numpy("output__0"), 2 * x + 1)
 
 
 def test_the_configuration_is_completed_from_the_schema(triton):

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/exception_status.h"
+#include "runtime/regular_file.h"
 
 namespace myops::server {
 namespace {
@@ -46,6 +47,9 @@ absl::StatusOr<std::shared_ptr<const ProgramPackage>> ProgramPackage::Load(
   auto failed = [&where](const std::string& why) {
     return absl::FailedPreconditionError(absl::StrCat(where, ": ", why));
   };
+  if (absl::Status file = CheckRegularFile(spec.path); !file.ok()) {
+    return failed(absl::StrCat("not a readable AOTInductor package: ", file.message()));
+  }
   std::unordered_map<std::string, std::string> metadata;
   try {
     metadata =
