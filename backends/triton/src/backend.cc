@@ -4,6 +4,7 @@
 // state on them (a Model per model, an Instance per instance) and deletes it in the
 // matching Finalize, which Triton calls after the instances of a model are finalized.
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -40,6 +41,14 @@ extern "C" {
 
 MYOPS_TRITON_EXPORT TRITONSERVER_Error* TRITONBACKEND_Initialize(TRITONBACKEND_Backend* backend) {
   return Boundary("myops backend initialization", [&] {
+    // An exported program's compiled code checks its inputs against the shapes it was
+    // compiled for only with this set (read once, at a program's first call). A package's
+    // signature record is user data: one that contradicts the code would let a request the
+    // record accepts make the code read past its input, in Triton's process. Set before any
+    // model of this backend loads (setenv races getenv, so as early as the backend can); an
+    // explicit AOTI_RUNTIME_CHECK_INPUTS=0 in Triton's environment wins. myops-server sets
+    // it the same way in main.cc.
+    setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0);
     absl::Status s = myops::triton::CheckApiVersion();
     if (s.ok()) {
       const char* name = "";

@@ -7,6 +7,9 @@ the compiled range. Skipped where tritonserver is not installed."""
 
 from __future__ import annotations
 
+import json
+import zipfile
+
 import numpy as np
 import pytest
 import torch
@@ -65,3 +68,45 @@ def test_a_batch_outside_the_compiled_range_is_invalid_argument(triton):
                        match=r"program detector: input 'image' has size 16 in dimension 0") as e:
         client.infer("detector", request(image, np.zeros((4, 5), dtype=np.float32)))
     assert e.value.status() == "StatusCode.INVALID_ARGUMENT"
+
+
+def lying_package(tmp_path):
+    """The example package with a signature record that contradicts its compiled code: it
+    says 4x4 images, the code reads 16x16 ones."""
+    lying = tmp_path / "lying.pt2"
+    with zipfile.ZipFile(example_package()) as src, zipfile.ZipFile(lying, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename.endswith("wrapper_metadata.json"):
+                metadata = json.loads(data)
+                signature = json.loads(metadata["myops.signature"])
+                assert signature["inputs"][0]["shape"][2:] == [16, 16], signature
+                signature["inputs"][0]["shape"][2:] = [4, 4]
+                metadata["myops.signature"] = json.dumps(signature)
+                data = json.dumps(metadata).encode()
+            dst.writestr(item, data)
+    return lying
+
+
+def test_a_record_that_contradicts_the_code_cannot_make_it_read_past_an_input(tmp_path, example):
+    # The record is user data: a request it accepts (4x4 images) reaches the compiled code,
+    # which checks its inputs itself (AOTI_RUNTIME_CHECK_INPUTS, set by the backend) and
+    # refuses it, where unchecked it read 16x16 floats from a 4x4 input. Triton lives on.
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+    config = f"""
+        backend: "myops"
+        parameters {{ key: "program" value {{ string_value: "{lying_package(tmp_path)}" }} }}
+        parameters {{ key: "libraries" value {{ string_value: "{torchvision_library()}" }} }}
+    """
+    with running_triton(tmp_path, {"lying": config}) as server:
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        _, boxes = example.example_inputs(2)
+        image = np.ones((2, 3, 4, 4), np.float32)
+        with pytest.raises(InferenceServerException):
+            client.infer("lying", request(image, boxes.numpy()))
+        assert client.is_server_live()
+    # The compiled code's own words go to Triton's log (the client gets AOTInductor's
+    # "API call failed").
+    assert "unmatched dim value at 2, expected: 16, but got: 4" in \
+        (tmp_path / "triton.log").read_text()
