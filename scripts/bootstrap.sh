@@ -8,6 +8,7 @@
 #   MYOPS_VENV      virtualenv path   (default: ~/.cache/myops/venv-torch<version>)
 #   MYOPS_TORCH     torch version pin (default: 2.11.0, built with CUDA 13.0 = our nvcc)
 #   MYOPS_TORCHVISION  torchvision pin, matching MYOPS_TORCH (default: 0.26.0)
+#   MYOPS_WHEELS    where downloaded wheels are kept (default: ~/.cache/myops/wheels)
 #
 # Prints the venv path as the last line of stdout so callers can `source` it.
 set -euo pipefail
@@ -17,7 +18,7 @@ TORCH_VERSION="${MYOPS_TORCH:-2.11.0}"
 TORCHVISION_VERSION="${MYOPS_TORCHVISION:-0.26.0}"
 VENV="${MYOPS_VENV:-$HOME/.cache/myops/venv-torch${TORCH_VERSION}}"
 STAMP_DIR="$HOME/.cache/myops"
-WHEELS="$STAMP_DIR/wheels"
+WHEELS="${MYOPS_WHEELS:-$STAMP_DIR/wheels}"
 mkdir -p "$STAMP_DIR" "$WHEELS"
 
 log() { echo "[bootstrap] $*" >&2; }
