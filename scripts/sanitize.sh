@@ -24,7 +24,9 @@ case "$KIND" in
   address)
     export MYOPS_BUILD_DIR="$MYOPS_SAN_BUILD_DIR"
     myops_san_configure
-    mapfile -t targets < <(python "$MYOPS_REPO/scripts/ctest_targets.py" "$MYOPS_BUILD_DIR")
+    # Assigned first: a failure of the listing stops the script here, with its message.
+    listed="$(python "$MYOPS_REPO/scripts/ctest_targets.py" "$MYOPS_BUILD_DIR")"
+    mapfile -t targets <<<"$listed"
     cmake --build "$MYOPS_BUILD_DIR" --target "${targets[@]}"
     # protect_shadow_gap=0: where a GPU is present, the CUDA driver (initialized through
     # libtorch) maps memory into ASan's shadow gap; without a GPU the suite passes either

@@ -80,9 +80,10 @@ stage build myops_build
 stage ctest ctest --test-dir "$MYOPS_BUILD_DIR" --output-on-failure -j "$(nproc)"
 stage pytest "$MYOPS_REPO/scripts/pytest.sh"
 san_build() {
-  local targets
+  local listed targets
   myops_san_configure
-  mapfile -t targets < <(python "$MYOPS_REPO/scripts/ctest_targets.py" "$MYOPS_SAN_BUILD_DIR")
+  listed="$(python "$MYOPS_REPO/scripts/ctest_targets.py" "$MYOPS_SAN_BUILD_DIR")"
+  mapfile -t targets <<<"$listed"
   cmake --build "$MYOPS_SAN_BUILD_DIR" --target "${targets[@]}" myops_fuzzers
 }
 stage san-build san_build
