@@ -6,10 +6,15 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 
 namespace myops::server {
 namespace {
+
+// errno's text (std::strerror's buffer is shared between threads; this is not).
+absl::Status Errno() {
+  return absl::FailedPreconditionError(std::error_code(errno, std::generic_category()).message());
+}
 
 // What a file that is not a regular file is, for messages.
 const char* Kind(mode_t mode) {
@@ -26,10 +31,10 @@ const char* Kind(mode_t mode) {
 absl::Status CheckRegularFile(const std::string& path) {
   // stat first: a device is refused without being opened (opening one may act on it).
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return absl::FailedPreconditionError(std::strerror(errno));
+  if (stat(path.c_str(), &st) != 0) return Errno();
   if (!S_ISREG(st.st_mode)) return absl::FailedPreconditionError(Kind(st.st_mode));
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return absl::FailedPreconditionError(std::strerror(errno));
+  if (fd < 0) return Errno();
   close(fd);
   return absl::OkStatus();
 }

@@ -187,14 +187,21 @@ def test_bad_program_flags_stop_start_up(flag, message):
 
 
 @skip_launcher
-@pytest.mark.parametrize("kind", ["fifo", "directory"])
+@pytest.mark.parametrize("kind", ["fifo", "symlink to a fifo", "directory"])
 def test_a_program_that_is_not_a_regular_file_stops_start_up_at_once(tmp_path, kind):
-    # A FIFO would block the package reader's open() forever: start-up hung, silent.
+    # A FIFO would block the package reader's open() forever: start-up hung, silent. A
+    # link is judged by what it points to.
     path = tmp_path / "model.pt2"
-    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        os.mkfifo(tmp_path / "pipe")
+        path.symlink_to(tmp_path / "pipe")
     done = start("--program", f"m={path}")
     assert done.returncode == 1
-    what = "a FIFO" if kind == "fifo" else "a directory"
+    what = "a directory" if kind == "directory" else "a FIFO"
     assert (f"program m ({path}): not a readable AOTInductor package: it is {what}, "
             "not a regular file") in done.stderr
 
